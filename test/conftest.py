@@ -1,0 +1,49 @@
+"""Shared fixtures: every test starts with a clean task registry, configuration and command line."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.pop("LUIGI_CONFIG_PATH", None)
+os.environ.pop("LUIGI_CONFIG_PARSER", None)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_luigi_state(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory):
+    """Save and restore the class registry, drop cached instances, config and the active CLI parser."""
+    saved_registry = None
+    register = None
+    try:
+        from luigi.task_register import Register
+
+        register = Register
+        saved_registry = Register._get_reg()
+        Register.clear_instance_cache()
+    except ImportError:  # modules still landing during bootstrap
+        pass
+    _reset_config()
+    _reset_cmdline()
+    yield
+    if register is not None:
+        register._set_reg(saved_registry)
+        register.clear_instance_cache()
+    _reset_config()
+    _reset_cmdline()
+
+
+def _reset_config() -> None:
+    try:
+        from luigi import configuration
+    except ImportError:
+        return
+    configuration.reset_for_tests()
+
+
+def _reset_cmdline() -> None:
+    try:
+        from luigi.cmdline_parser import CmdlineParser
+    except ImportError:
+        return
+    CmdlineParser._instance = None
