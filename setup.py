@@ -25,6 +25,7 @@ setup(
             "ruff>=0.6",
             "mypy>=1.10",
             "aiosmtpd>=1.4",
+            "jsonschema>=4",
         ],
     },
     entry_points={

@@ -145,8 +145,10 @@ class Parameter:
 
     # -- value lookup ----------------------------------------------------------------------------------
 
-    def _value_iterator(self, task_name: str | None, param_name: str | None) -> Iterator[tuple[Any, str | None]]:
-        """Yield (value, deprecation warning) candidates in Luigi's order: CLI, config, config_path, default."""
+    def _value_iterator(
+        self, task_name: str | None, param_name: str | None
+    ) -> Iterator[tuple[Any, str | None]]:
+        """Yield (value, deprecation warning) pairs in Luigi's order: CLI, config, config_path, default."""
         cp_parser = _active_cmdline_parser()
         if cp_parser is not None and task_name is not None and param_name is not None:
             dest = self._parser_global_dest(param_name, task_name)
@@ -178,7 +180,9 @@ class Parameter:
         """The normalised value from CLI, config or default; raises MissingParameterException if none."""
         value = self._get_value(task_name, param_name)
         if _is_no_value(value):
-            raise MissingParameterException(f"No default specified for parameter '{param_name}' of {task_name}")
+            raise MissingParameterException(
+                f"No default specified for parameter '{param_name}' of {task_name}"
+            )
         return self.normalize(value)
 
     def _get_value_from_config(self, section: str | None, name: str | None) -> Any:
@@ -260,6 +264,3 @@ def _active_cmdline_parser() -> Any:
     from luigi.cmdline_parser import CmdlineParser
 
     return CmdlineParser.get_instance()
-
-
-
