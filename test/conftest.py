@@ -23,9 +23,11 @@ def _isolated_luigi_state(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pyt
         Register.clear_instance_cache()
     except ImportError:  # modules still landing during bootstrap
         pass
+    saved_callbacks = _snapshot_event_callbacks()
     _reset_config()
     _reset_cmdline()
     yield
+    _restore_event_callbacks(saved_callbacks)
     if register is not None:
         register._set_reg(saved_registry)
         register.clear_instance_cache()
@@ -47,3 +49,21 @@ def _reset_cmdline() -> None:
     except ImportError:
         return
     CmdlineParser._instance = None
+
+
+def _snapshot_event_callbacks() -> dict | None:
+    try:
+        from luigi.task import Task
+    except ImportError:
+        return None
+    return {cls: {event: set(cbs) for event, cbs in by_event.items()}
+            for cls, by_event in Task._event_callbacks.items()}
+
+
+def _restore_event_callbacks(saved: dict | None) -> None:
+    if saved is None:
+        return
+    from luigi.task import Task
+
+    Task._event_callbacks.clear()
+    Task._event_callbacks.update(saved)
