@@ -38,3 +38,28 @@ __all__ = [
     "task_register",
     *_parameter_names,
 ]
+
+
+def _autoload_range() -> bool:
+    """Luigi imports the Range* tasks unless ``[core] autoload_range = false`` (absence warns)."""
+    import warnings
+
+    try:
+        value = configuration.get_config().getboolean("core", "autoload_range", None)
+    except (configuration.ConfigError, ValueError):
+        return True  # a broken config file is reported where it is used, not at import
+    if value is None:
+        warnings.warn(
+            "Autoloading range tasks by default is deprecated; set [core] autoload_range = true "
+            "to keep it (or false to skip it).",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return True
+    return bool(value)
+
+
+if _autoload_range():
+    from luigi.tools import range  # noqa: F401,E402 - makes RangeDaily & co. known to the command line
+
+    __all__.append("range")
