@@ -53,7 +53,7 @@ def _autoload_range() -> bool:
             "Autoloading range tasks by default is deprecated; set [core] autoload_range = true "
             "to keep it (or false to skip it).",
             DeprecationWarning,
-            stacklevel=3,
+            stacklevel=1,  # attributed to luigi itself, so hidden by Python's default warning filters
         )
         return True
     return bool(value)

@@ -129,7 +129,7 @@ class _FlagSet:
     """An argparse parser plus the record of which flag belongs to which parameter."""
 
     def __init__(self) -> None:
-        self.parser = argparse.ArgumentParser(add_help=False)
+        self.parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)  # no --n for --no-lock
         self.parser.add_argument(
             "root_task", nargs="?", help="Task family to run. Is not optional.", metavar="Required root task"
         )

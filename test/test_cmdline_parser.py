@@ -281,3 +281,16 @@ def test_a_root_parameter_clashing_with_an_unprefixed_flag_keeps_its_prefixed_fl
     ) as parser:
         assert knobs().workers_hint == 2
         assert parser.get_task_obj().workers_hint == 7
+
+
+def test_an_abbreviated_flag_is_not_taken_for_a_longer_one():
+    class Plain(Task):
+        pass
+
+    class Settings(Config):
+        zeta_flag_long = p.BoolParameter()
+        use_cmdline_section = False
+
+    with pytest.raises(SystemExit) as exit_info:
+        build(["Plain", "--zeta-flag"])
+    assert exit_info.value.code == 2
