@@ -1,0 +1,283 @@
+"""The RPC surface of the central scheduler, declared once (LUIGI_COMPAT f.2).
+
+The in-process ``Scheduler``, the tornado server and the HTTP client all follow this registry: each
+method's parameters (names, defaults, expected JSON types), whether it changes scheduler state, and
+hints for the client (``attempts``, ``allow_null``). ``validate_call`` checks a kwargs dict received
+from the network and names the method and argument when something is wrong.
+
+"Read-only" methods do not change state on the caller's behalf; the listing and graph queries may
+still run due housekeeping (``prune``) first, as Luigi's do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+
+class RpcArgumentError(TypeError, ValueError):
+    """A call's arguments do not match the declared signature (the server answers 400)."""
+
+
+class UnknownRpcMethodError(LookupError):
+    """No RPC method has this name (the server answers 404)."""
+
+
+@dataclass(frozen=True)
+class RpcParameter:
+    """One keyword argument: its JSON type (see ``_TYPE_CHECKS``; ``?`` allows null) and default."""
+
+    name: str
+    kind: str = "any"
+    default: Any = REQUIRED
+
+    @property
+    def required(self) -> bool:
+        """Whether callers must pass this argument."""
+        return self.default is REQUIRED
+
+
+@dataclass(frozen=True)
+class RpcMethod:
+    """One RPC method: its parameters, whether it mutates state, and HTTP client hints."""
+
+    name: str
+    parameters: tuple[RpcParameter, ...]
+    mutating: bool
+    attempts: int = 3  # re-requests while the answer is null, when ``allow_null`` is False
+    allow_null: bool = True
+    var_keyword: str | None = None  # a ``**name`` catch-all: extra arguments of ``var_keyword_kind``
+    var_keyword_kind: str = "any"
+    lenient: bool = False  # unknown arguments (from older or newer clients) are dropped, not refused
+
+    @property
+    def parameter_names(self) -> tuple[str, ...]:
+        """The named parameters, in declaration order."""
+        return tuple(p.name for p in self.parameters)
+
+    def bind(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The full argument dict (defaults filled in), or RpcArgumentError naming the problem."""
+        if not isinstance(kwargs, Mapping):
+            raise RpcArgumentError(f"{self.name}: arguments must be a JSON object, got {kwargs!r}")
+        known = {p.name: p for p in self.parameters}
+        bound: dict[str, Any] = {}
+        for name, value in kwargs.items():
+            parameter = known.get(name)
+            if parameter is not None:
+                _check_type(self.name, name, parameter.kind, value)
+                bound[name] = value
+            elif self.var_keyword is not None:
+                _check_type(self.name, name, self.var_keyword_kind, value)
+                bound[name] = value
+            elif not self.lenient:
+                expected = ", ".join(self.parameter_names) or "no arguments"
+                raise RpcArgumentError(f"{self.name}: unexpected argument {name!r} (it takes: {expected})")
+        for parameter in self.parameters:
+            if parameter.name not in bound:
+                if parameter.required:
+                    raise RpcArgumentError(f"{self.name}: missing required argument {parameter.name!r}")
+                bound[parameter.name] = parameter.default
+        return bound
+
+
+def _param(name: str, kind: str = "any", default: Any = REQUIRED) -> RpcParameter:
+    return RpcParameter(name, kind, default)
+
+
+_TASK_ID = _param("task_id", "str")
+_WORKER = _param("worker", "str")
+_INF = float("inf")
+
+_METHODS: tuple[RpcMethod, ...] = (
+    RpcMethod(
+        "add_task",
+        (
+            _TASK_ID,
+            _param("status", "str", "PENDING"),
+            _param("runnable", "bool?", True),
+            _param("deps", "list[str]?", None),
+            _param("new_deps", "list[str]?", None),
+            _param("expl", "any", None),
+            _param("resources", "dict[number]?", None),
+            _param("priority", "number", 0),
+            _param("family", "str", ""),
+            _param("module", "str?", None),
+            _param("params", "dict?", None),
+            _param("param_visibilities", "dict?", None),
+            _param("accepts_messages", "bool?", False),
+            _param("assistant", "bool", False),
+            _param("tracking_url", "str?", None),
+            _WORKER,
+            _param("batchable", "bool?", None),
+            _param("batch_id", "str?", None),
+            _param("retry_policy_dict", "dict?", None),
+            _param("owners", "any", None),
+        ),
+        mutating=True,
+        lenient=True,
+    ),
+    RpcMethod(
+        "add_task_batcher",
+        (
+            _WORKER,
+            _param("task_family", "str"),
+            _param("batched_args", "list[str]"),
+            _param("max_batch_size", "number", _INF),
+        ),
+        mutating=True,
+    ),
+    RpcMethod("add_worker", (_WORKER, _param("info", "any")), mutating=True, lenient=True),
+    RpcMethod("disable_worker", (_WORKER,), mutating=True),
+    RpcMethod("set_worker_processes", (_WORKER, _param("n", "int")), mutating=True),
+    RpcMethod("ping", (_WORKER,), mutating=True, attempts=1, lenient=True),
+    RpcMethod(
+        "get_work",
+        (
+            _WORKER,
+            _param("host", "str?", None),
+            _param("assistant", "bool", False),
+            _param("current_tasks", "list[str]?", None),
+        ),
+        mutating=True,
+        allow_null=False,
+        lenient=True,
+    ),
+    RpcMethod("count_pending", (_WORKER,), mutating=False),
+    RpcMethod("graph", (), mutating=False),
+    RpcMethod("dep_graph", (_TASK_ID, _param("include_done", "bool", True)), mutating=False),
+    RpcMethod("inverse_dep_graph", (_TASK_ID, _param("include_done", "bool", True)), mutating=False),
+    RpcMethod(
+        "task_list",
+        (
+            _param("status", "str", ""),
+            _param("upstream_status", "str", ""),
+            _param("limit", "bool", True),
+            _param("search", "str?", None),
+            _param("max_shown_tasks", "int?", None),
+        ),
+        mutating=False,
+        lenient=True,
+    ),
+    RpcMethod("worker_list", (_param("include_running", "bool", True),), mutating=False),
+    RpcMethod("resource_list", (), mutating=False),
+    RpcMethod("task_search", (_param("task_str", "str"),), mutating=False, lenient=True),
+    RpcMethod("fetch_error", (_TASK_ID,), mutating=False, lenient=True),
+    RpcMethod("re_enable_task", (_TASK_ID,), mutating=True),
+    RpcMethod("forgive_failures", (_TASK_ID,), mutating=True),
+    RpcMethod("mark_as_done", (_TASK_ID,), mutating=True),
+    RpcMethod("set_task_status_message", (_TASK_ID, _param("status_message", "any")), mutating=True),
+    RpcMethod("get_task_status_message", (_TASK_ID,), mutating=False),
+    RpcMethod(
+        "set_task_progress_percentage", (_TASK_ID, _param("progress_percentage", "any")), mutating=True
+    ),
+    RpcMethod("get_task_progress_percentage", (_TASK_ID,), mutating=False),
+    RpcMethod(
+        "decrease_running_task_resources",
+        (
+            _TASK_ID,
+            _param("decrease_resources", "dict[number]"),
+        ),
+        mutating=True,
+    ),
+    RpcMethod("get_running_task_resources", (_TASK_ID,), mutating=False),
+    RpcMethod(
+        "send_scheduler_message", (_WORKER, _param("task", "str"), _param("content", "any")), mutating=True
+    ),
+    RpcMethod(
+        "add_scheduler_message_response",
+        (
+            _TASK_ID,
+            _param("message_id", "str"),
+            _param("response", "any"),
+        ),
+        mutating=True,
+    ),
+    RpcMethod("get_scheduler_message_response", (_TASK_ID, _param("message_id", "str")), mutating=True),
+    RpcMethod(
+        "announce_scheduling_failure",
+        (
+            _param("task_name", "str"),
+            _param("family", "str"),
+            _param("params", "dict"),
+            _param("expl", "any"),
+            _param("owners", "any"),
+            _WORKER,
+        ),
+        mutating=True,
+    ),
+    RpcMethod("has_task_history", (), mutating=False),
+    RpcMethod("is_pause_enabled", (), mutating=False),
+    RpcMethod("is_paused", (), mutating=False),
+    RpcMethod("pause", (), mutating=True),
+    RpcMethod("unpause", (), mutating=True),
+    RpcMethod("update_resources", (), mutating=True, var_keyword="resources", var_keyword_kind="number"),
+    RpcMethod("update_resource", (_param("resource", "str"), _param("amount", "any")), mutating=True),
+    RpcMethod("prune", (), mutating=True),
+    RpcMethod("update_metrics_task_started", (_param("task", "any"),), mutating=False),
+    RpcMethod("report_task_statistics", (_TASK_ID, _param("statistics", "any")), mutating=False),
+)
+
+RPC_METHODS: Mapping[str, RpcMethod] = MappingProxyType({method.name: method for method in _METHODS})
+
+
+def get_method(name: str) -> RpcMethod:
+    """The declared method, or UnknownRpcMethodError."""
+    try:
+        return RPC_METHODS[name]
+    except (KeyError, TypeError):
+        raise UnknownRpcMethodError(f"No scheduler RPC method named {name!r}") from None
+
+
+def validate_call(name: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Check ``kwargs`` against method ``name``'s signature; returns them with defaults filled in."""
+    return get_method(name).bind(kwargs)
+
+
+def invoke(target: Any, name: str, kwargs: Mapping[str, Any]) -> Any:
+    """Validate ``kwargs`` and call ``target.<name>`` with them (what the server does per request)."""
+    return getattr(target, name)(**validate_call(name, kwargs))
+
+
+# -- JSON type checks --------------------------------------------------------------------------------------
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+_TYPE_CHECKS: dict[str, tuple[Any, str]] = {
+    "any": (lambda v: True, "anything"),
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "bool": (lambda v: isinstance(v, bool), "a boolean"),
+    "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    "number": (_is_number, "a number"),
+    "dict": (lambda v: isinstance(v, dict), "an object"),
+    "list[str]": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of strings"),
+    "dict[number]": (
+        lambda v: isinstance(v, dict) and all(isinstance(k, str) and _is_number(x) for k, x in v.items()),
+        "an object mapping names to numbers",
+    ),
+}
+
+
+def _check_type(method: str, argument: str, kind: str, value: Any) -> None:
+    nullable = kind.endswith("?")
+    if nullable and value is None:
+        return
+    check, description = _TYPE_CHECKS[kind.rstrip("?")]
+    if not check(value):
+        also = " or null" if nullable else ""
+        raise RpcArgumentError(
+            f"{method}: argument {argument!r} must be {description}{also}, "
+            f"got {value!r} ({type(value).__name__})"
+        )

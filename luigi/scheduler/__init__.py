@@ -1,0 +1,51 @@
+"""The central scheduler: pure state and decisions behind the RPC methods (no I/O, injectable clock).
+
+``luigi.scheduler.time`` is the module the default clock reads, and ``luigi.scheduler.notifications``
+is where disable notices go by default; tests may patch either.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from typing import Any
+
+from luigi.scheduler.clock import Clock, ManualClock, system_time
+from luigi.scheduler.config import RetryPolicy, SchedulerConfig
+from luigi.scheduler.core import Scheduler
+from luigi.scheduler.hooks import FailureBatcher
+from luigi.scheduler.records import TaskRecord, WorkerRecord
+from luigi.scheduler.upstream import (
+    UPSTREAM_DISABLED,
+    UPSTREAM_FAILED,
+    UPSTREAM_MISSING_INPUT,
+    UPSTREAM_RUNNING,
+    UPSTREAM_SEVERITY_ORDER,
+)
+
+__all__ = [
+    "UPSTREAM_DISABLED",
+    "UPSTREAM_FAILED",
+    "UPSTREAM_MISSING_INPUT",
+    "UPSTREAM_RUNNING",
+    "UPSTREAM_SEVERITY_ORDER",
+    "Clock",
+    "FailureBatcher",
+    "ManualClock",
+    "RetryPolicy",
+    "Scheduler",
+    "SchedulerConfig",
+    "TaskRecord",
+    "WorkerRecord",
+    "system_time",
+    "time",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: luigi.notifications pulls in the task model, which the scheduler never needs.
+    if name == "notifications":
+        module = importlib.import_module("luigi.notifications")
+        globals()["notifications"] = module
+        return module
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,166 @@
+"""Scheduler settings: the ``[scheduler]`` and ``[resources]`` config sections with Luigi's defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+
+class RetryPolicy(NamedTuple):
+    """When repeated failures disable a task: the scheduler defaults, overlaid per task."""
+
+    retry_count: int
+    disable_hard_timeout: int
+    disable_window: int
+
+
+# The kind of each option decides how it is read from a config file and which override values it accepts.
+_OPTION_KINDS: dict[str, str] = {
+    "retry_delay": "float",
+    "remove_delay": "float",
+    "worker_disconnect_delay": "float",
+    "state_path": "str",
+    "batch_emails": "bool",
+    "disable_window": "int",
+    "retry_count": "int",
+    "disable_hard_timeout": "int",
+    "disable_persist": "int",
+    "max_shown_tasks": "int",
+    "max_graph_nodes": "int",
+    "record_task_history": "bool",
+    "prune_on_get_work": "bool",
+    "pause_enabled": "bool",
+    "send_messages": "bool",
+    "metrics_collector": "str",
+    "metrics_custom_import": "str?",
+    "stable_done_cooldown_secs": "int",
+}
+
+# Older spellings Luigi still reads when the current name is absent.
+_LEGACY_NAMES: dict[str, str] = {
+    "retry_count": "disable-num-failures",
+    "disable_window": "disable-window-seconds",
+    "disable_persist": "disable-persist-seconds",
+}
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """Every ``[scheduler]`` option with Luigi's default, plus the ``[resources]`` capacities."""
+
+    retry_delay: float = 900.0
+    remove_delay: float = 600.0
+    worker_disconnect_delay: float = 60.0
+    state_path: str = "/var/lib/luigi-server/state.pickle"
+    batch_emails: bool = False
+    disable_window: int = 3600
+    retry_count: int = 999999999
+    disable_hard_timeout: int = 999999999
+    disable_persist: int = 86400
+    max_shown_tasks: int = 100000
+    max_graph_nodes: int = 100000
+    record_task_history: bool = False
+    prune_on_get_work: bool = False
+    pause_enabled: bool = True
+    send_messages: bool = True
+    metrics_collector: str = "default"
+    metrics_custom_import: str | None = None
+    stable_done_cooldown_secs: int = 10
+    resources: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, **overrides: Any) -> SchedulerConfig:
+        """Read ``[scheduler]`` and ``[resources]`` from ``luigi.configuration``; keyword overrides win."""
+        _check_overrides(overrides)
+        from luigi import configuration
+
+        parser = configuration.get_config()
+        values: dict[str, Any] = {}
+        for name, kind in _OPTION_KINDS.items():
+            if name not in overrides:
+                found, value = _read_option(parser, name, kind)
+                if found:
+                    values[name] = value
+        if "resources" not in overrides:
+            values["resources"] = dict(parser.getintdict("resources"))
+        values.update(overrides)
+        return cls(**values)
+
+    def with_overrides(self, **overrides: Any) -> SchedulerConfig:
+        """A copy with some options replaced (checked like ``from_config`` overrides)."""
+        _check_overrides(overrides)
+        return dataclasses.replace(self, **overrides)
+
+    def retry_policy(self) -> RetryPolicy:
+        """The scheduler-wide retry policy."""
+        return RetryPolicy(self.retry_count, self.disable_hard_timeout, self.disable_window)
+
+    def retry_policy_for(self, task_policy: Mapping[str, Any] | None) -> RetryPolicy:
+        """The scheduler policy overlaid with a task's non-None ``retry_policy_dict`` values."""
+        if not task_policy:
+            return self.retry_policy()
+        policy = self.retry_policy()._asdict()
+        for name, value in (task_policy or {}).items():
+            if name not in policy:
+                raise ValueError(
+                    f"retry_policy_dict has unknown key {name!r} (expected one of: {', '.join(policy)})"
+                )
+            if value is not None:
+                policy[name] = value
+        return RetryPolicy(**policy)
+
+
+def _read_option(parser: Any, name: str, kind: str) -> tuple[bool, Any]:
+    """(found, value) for ``[scheduler] name``, falling back to its legacy spelling (with a warning)."""
+    if parser.has_option("scheduler", name):
+        return True, _typed_get(parser, name, kind)
+    legacy = _LEGACY_NAMES.get(name)
+    if legacy is None or not parser.has_option("scheduler", legacy):
+        return False, None
+    warnings.warn(
+        f"Config option [scheduler] {legacy} is deprecated; write it as {name}",
+        DeprecationWarning,
+        stacklevel=4,
+    )
+    with warnings.catch_warnings():  # the parser would suggest the underscore spelling of the old name
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return True, _typed_get(parser, legacy, kind)
+
+
+def _typed_get(parser: Any, option: str, kind: str) -> Any:
+    if kind == "float":
+        return parser.getfloat("scheduler", option)
+    if kind == "int":
+        return parser.getint("scheduler", option)
+    if kind == "bool":
+        return parser.getboolean("scheduler", option)
+    return parser.get("scheduler", option)
+
+
+def _check_overrides(overrides: Mapping[str, Any]) -> None:
+    """Reject unknown option names and values of the wrong type, naming the option."""
+    for name, value in overrides.items():
+        if name == "resources":
+            if not isinstance(value, Mapping):
+                raise TypeError(f"Scheduler option resources must be a mapping of name to int, got {value!r}")
+            continue
+        kind = _OPTION_KINDS.get(name)
+        if kind is None:
+            known = ", ".join([*_OPTION_KINDS, "resources"])
+            raise TypeError(f"Unknown scheduler option {name!r} (known options: {known})")
+        if not _has_kind(value, kind):
+            raise TypeError(f"Scheduler option {name} must be {kind.rstrip('?')}, got {value!r}")
+
+
+def _has_kind(value: Any, kind: str) -> bool:
+    if kind.endswith("?") and value is None:
+        return True
+    base = kind.rstrip("?")
+    if base == "bool":
+        return isinstance(value, bool)
+    if base in ("int", "float"):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, str)

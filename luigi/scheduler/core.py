@@ -1,0 +1,474 @@
+"""``Scheduler``: the RPC methods of the central planner, thin over the state, rules and queries.
+
+Every public method is one RPC of ``luigi.rpc_methods`` with the same keyword arguments; the HTTP
+server calls them after validating the request, and workers call them directly in local mode.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from luigi.scheduler import policy, queries
+from luigi.scheduler.clock import Clock, system_time
+from luigi.scheduler.config import SchedulerConfig
+from luigi.scheduler.grant import Selection, choose_work
+from luigi.scheduler.hooks import FailureBatcher, default_history, default_notifier, record_history
+from luigi.scheduler.intake import ReportIntake, TaskReport, unbatched_params
+from luigi.scheduler.prune import prune as prune_state
+from luigi.scheduler.records import TaskRecord
+from luigi.scheduler.serialize import serialize_task, traverse_graph
+from luigi.scheduler.state import SchedulerState, rank_key
+from luigi.scheduler.transitions import Notifier, StatusRules, reset_orphaned_batch_members
+from luigi.task_history import TaskHistory
+from luigi.task_status import (
+    DISABLED,
+    DONE,
+    FAILED,
+    PENDING,
+    RUNNING,
+)
+
+logger = logging.getLogger("luigi.scheduler")
+
+
+class Scheduler:
+    """Keeps the task graph, decides which worker runs what, and answers the visualiser.
+
+    Args:
+        config: the settings; read from ``[scheduler]``/``[resources]`` when None.
+        clock: the source of time (default: ``time.time`` looked up at each call).
+        task_history: where transitions are recorded (default: per ``record_task_history``).
+        notifier: ``notifier(subject, message, owners)`` when a task is disabled for failing too often.
+        batch_notifier: collects failures for batched e-mails when ``batch_emails`` is on.
+        overrides: option values that win over the config (e.g. ``prune_on_get_work=True``).
+    """
+
+    def __init__(
+        self,
+        config: SchedulerConfig | None = None,
+        clock: Clock | None = None,
+        task_history: TaskHistory | None = None,
+        *,
+        notifier: Notifier | None = None,
+        batch_notifier: FailureBatcher | None = None,
+        **overrides: Any,
+    ) -> None:
+        task_history = overrides.pop("task_history_impl", None) or task_history  # Luigi's keyword
+        if config is None:
+            config = SchedulerConfig.from_config(**overrides)
+        elif overrides:
+            config = config.with_overrides(**overrides)
+        self._config = config
+        self._clock: Clock = clock or system_time
+        self._state = SchedulerState(config, self._clock)
+        self._rules = StatusRules(self._state, notifier or default_notifier)
+        self._pending = queries.PendingCounter(self._state)
+        self._task_history = task_history if task_history is not None else default_history(config)
+        self._batch_notifier = batch_notifier
+        self._intake = ReportIntake(self._state, self._rules, self._task_history, batch_notifier)
+
+    @property
+    def config(self) -> SchedulerConfig:
+        """The settings this scheduler runs with."""
+        return self._config
+
+    # -- tasks reported by workers ---------------------------------------------------------------------
+
+    def add_task(
+        self,
+        task_id: str,
+        status: str = PENDING,
+        runnable: bool | None = True,
+        deps: list[str] | None = None,
+        new_deps: list[str] | None = None,
+        expl: Any = None,
+        resources: dict[str, Any] | None = None,
+        priority: float = 0,
+        family: str = "",
+        module: str | None = None,
+        params: dict[str, Any] | None = None,
+        param_visibilities: dict[str, int] | None = None,
+        accepts_messages: bool | None = False,
+        assistant: bool = False,
+        tracking_url: str | None = None,
+        *,
+        worker: str,
+        batchable: bool | None = None,
+        batch_id: str | None = None,
+        retry_policy_dict: dict[str, Any] | None = None,
+        owners: Any = None,
+    ) -> None:
+        """Create or update a task from a worker's report and apply the status rules (f.3)."""
+        report = TaskReport(
+            task_id=task_id,
+            worker=worker,
+            status=status,
+            runnable=runnable,
+            deps=deps,
+            new_deps=new_deps,
+            expl=expl,
+            resources=resources,
+            priority=priority,
+            family=family,
+            module=module,
+            params=params,
+            param_visibilities=param_visibilities,
+            accepts_messages=accepts_messages,
+            assistant=assistant,
+            tracking_url=tracking_url,
+            batchable=batchable,
+            batch_id=batch_id,
+            retry_policy_dict=retry_policy_dict,
+            owners=owners,
+        )
+        self._intake.apply(report)
+        return None
+
+    def add_task_batcher(
+        self, worker: str, task_family: str, batched_args: list[str], max_batch_size: float = float("inf")
+    ) -> None:
+        """Let ``worker`` run tasks of ``task_family`` in batches over the ``batched_args`` parameters."""
+        self._state.batchers.setdefault(worker, {})[task_family] = (list(batched_args), max_batch_size)
+
+    # -- handing out work --------------------------------------------------------------------------------
+
+    def get_work(
+        self,
+        worker: str,
+        host: str | None = None,
+        assistant: bool = False,
+        current_tasks: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Grant the worker its next task or batch (f.4), with its ``count_pending`` figures."""
+        if self._config.prune_on_get_work:
+            self.prune()
+        record = self._state.touch_worker(worker, reference={"host": host}, get_work=True)
+        if not record.enabled:
+            return {
+                "n_pending_tasks": 0,
+                "running_tasks": [],
+                "task_id": None,
+                "n_unique_pending": 0,
+                "worker_state": record.state,
+            }
+        if assistant:
+            self.add_worker(worker, [("assistant", assistant)])
+        selection: Selection | None = None
+        if current_tasks is not None:
+            lost = self._unacknowledged_task(worker, current_tasks)
+            reset_orphaned_batch_members(self._state, self._rules, worker)
+            if lost is not None:
+                selection = Selection(lost, [lost])  # the grant never reached the worker: send it again
+        if selection is None and not self._state.paused:
+            selection = choose_work(self._state, worker, assistant)
+        reply = self.count_pending(worker)
+        if selection is None:
+            reply["task_id"] = None
+        elif len(selection.members) > 1:
+            reply.update(self._start_batch(selection, worker))
+        else:
+            reply.update(self._start_task(selection.task, worker, host))
+        return reply
+
+    def _unacknowledged_task(self, worker: str, current_tasks: list[str]) -> TaskRecord | None:
+        """The best RUNNING task granted to ``worker`` that the worker does not say it is running."""
+        current = set(current_tasks)
+        lost = [
+            t
+            for t in self._state.by_status[RUNNING].values()
+            if t.worker_running == worker and t.id not in current
+        ]
+        return min(lost, key=rank_key) if lost else None
+
+    def _start_task(self, task: TaskRecord, worker: str, host: str | None) -> dict[str, Any]:
+        self.update_metrics_task_started(task)
+        self._rules.set_status(task, RUNNING)
+        task.worker_running = worker
+        task.resources_running = dict(task.resources)
+        task.time_running = self._clock()
+        self._state.dirty.add(task.id)
+        record_history(self._task_history, task, RUNNING, host)
+        return {
+            "task_id": task.id,
+            "task_family": task.family,
+            "task_module": task.module,
+            "task_params": dict(task.params),
+        }
+
+    def _start_batch(self, selection: Selection, worker: str) -> dict[str, Any]:
+        members = selection.members
+        batch_id = policy.batch_id_for(task.id for task in members)
+        for task in members:
+            self._rules.start_batch_member(task, batch_id, worker)
+        params = dict(selection.task.params)
+        params.update(selection.batched_params or {})
+        return {
+            "task_id": None,
+            "task_family": selection.task.family,
+            "task_module": selection.task.module,
+            "task_params": params,
+            "batch_id": batch_id,
+            "batch_task_ids": [task.id for task in members],
+        }
+
+    def count_pending(self, worker: str) -> dict[str, Any]:
+        """How many PENDING/FAILED tasks list this worker (skipping those behind a DISABLED task)."""
+        return self._pending.count(worker)
+
+    # -- workers -----------------------------------------------------------------------------------------
+
+    def add_worker(self, worker: str, info: Any) -> None:
+        """Merge facts about a worker (a dict or a list of pairs: host, username, pid, workers, ...)."""
+        self._state.worker(worker).info.update(_info_dict(worker, info))
+
+    def disable_worker(self, worker: str) -> None:
+        """Give the worker no more tasks; its next ``get_work`` answers ``worker_state='disabled'``."""
+        self._state.disable_worker(worker)
+
+    def set_worker_processes(self, worker: str, n: int) -> None:
+        """Ask the worker (through its next ``ping``) to run ``n`` processes."""
+        self._state.worker(worker).add_rpc_message("set_worker_processes", n=n)
+
+    def ping(self, worker: str) -> dict[str, Any]:
+        """Keep the worker alive and hand it its queued messages."""
+        return {"rpc_messages": self._state.touch_worker(worker).fetch_rpc_messages()}
+
+    def worker_list(self, include_running: bool = True) -> list[dict[str, Any]]:
+        """Active workers, newest first, with their info, running tasks and pending counts."""
+        self.prune()
+        return queries.worker_list(self._state, include_running)
+
+    # -- operator actions on tasks -----------------------------------------------------------------------
+
+    def re_enable_task(self, task_id: str) -> dict[str, Any]:
+        """Lift a scheduler disable: the task becomes FAILED with its failures forgotten."""
+        task = self._state.tasks.get(task_id)
+        if task is None or task.status != DISABLED or task.scheduler_disable_time is None:
+            return {}
+        self._rules.re_enable(task)
+        return serialize_task(task, self._config.send_messages)
+
+    def forgive_failures(self, task_id: str) -> dict[str, Any]:
+        """FAILED becomes PENDING (the failures stay counted)."""
+        task = self._state.tasks.get(task_id)
+        if task is None:
+            return {"task_id": task_id, "status": None}
+        if task.status == FAILED:
+            record_history(self._task_history, task, PENDING)
+            self._rules.set_status(task, PENDING)
+        return {"task_id": task_id, "status": task.status}
+
+    def mark_as_done(self, task_id: str) -> dict[str, Any]:
+        """RUNNING, FAILED or DISABLED becomes DONE."""
+        task = self._state.tasks.get(task_id)
+        if task is None:
+            return {"task_id": task_id, "status": None}
+        if task.status in (RUNNING, FAILED, DISABLED):
+            record_history(self._task_history, task, DONE)
+            self._rules.set_status(task, DONE)
+        return {"task_id": task_id, "status": task.status}
+
+    def set_task_status_message(self, task_id: str, status_message: Any) -> None:
+        """Set the message a running task shows in the visualiser (batch members too)."""
+        task = self._state.tasks.get(task_id)
+        if task is not None:
+            for target in self._with_batch_members(task):
+                target.status_message = status_message
+
+    def get_task_status_message(self, task_id: str) -> dict[str, Any]:
+        """``{taskId, statusMessage}`` (empty for an unknown task)."""
+        task = self._state.tasks.get(task_id)
+        return {"taskId": task_id, "statusMessage": task.status_message if task is not None else ""}
+
+    def set_task_progress_percentage(self, task_id: str, progress_percentage: Any) -> None:
+        """Set a running task's progress (batch members too)."""
+        task = self._state.tasks.get(task_id)
+        if task is not None:
+            for target in self._with_batch_members(task):
+                target.progress_percentage = progress_percentage
+
+    def get_task_progress_percentage(self, task_id: str) -> dict[str, Any]:
+        """``{taskId, progressPercentage}`` (None for an unknown task)."""
+        task = self._state.tasks.get(task_id)
+        return {
+            "taskId": task_id,
+            "progressPercentage": task.progress_percentage if task is not None else None,
+        }
+
+    def decrease_running_task_resources(self, task_id: str, decrease_resources: dict[str, Any]) -> None:
+        """Release part of a RUNNING task's resources (never below 0)."""
+        decrease = policy.check_resource_amounts(
+            "decrease_running_task_resources: decrease_resources", decrease_resources
+        )
+        task = self._state.tasks.get(task_id)
+        if task is None or task.status != RUNNING:
+            return None
+        for target in self._with_batch_members(task):
+            held = target.resources_running if target.resources_running is not None else {}
+            for name, amount in decrease.items():
+                if amount > 0 and name in held:
+                    held[name] = max(0, held[name] - amount)
+        return None
+
+    def get_running_task_resources(self, task_id: str) -> dict[str, Any]:
+        """``{taskId, resources}``: what the task holds while it runs."""
+        task = self._state.tasks.get(task_id)
+        held = task.resources_running if task is not None else None
+        return {"taskId": task_id, "resources": None if held is None else dict(held)}
+
+    def _with_batch_members(self, task: TaskRecord) -> list[TaskRecord]:
+        """The task plus, when it leads a running batch, the batch's members."""
+        if task.status == RUNNING and task.batch_id is not None:
+            return [task, *(m for m in self._state.batch_members(task.batch_id) if m is not task)]
+        return [task]
+
+    # -- messages to running tasks -----------------------------------------------------------------------
+
+    def send_scheduler_message(self, worker: str, task: str, content: Any) -> dict[str, Any]:
+        """Queue a message for a task running on ``worker``; it is delivered through ``ping``."""
+        if not self._config.send_messages:
+            return {"message_id": None}
+        message_id = str(uuid.uuid4())
+        self._state.worker(worker).add_rpc_message(
+            "dispatch_scheduler_message", task_id=task, message_id=message_id, content=content
+        )
+        return {"message_id": message_id}
+
+    def add_scheduler_message_response(self, task_id: str, message_id: str, response: Any) -> None:
+        """Store a running task's answer to a scheduler message."""
+        task = self._state.tasks.get(task_id)
+        if task is not None:
+            task.scheduler_message_responses[message_id] = response
+
+    def get_scheduler_message_response(self, task_id: str, message_id: str) -> dict[str, Any]:
+        """The response to a message, handed out once."""
+        task = self._state.tasks.get(task_id)
+        response = task.scheduler_message_responses.pop(message_id, None) if task is not None else None
+        return {"response": response}
+
+    # -- views ---------------------------------------------------------------------------------------------
+
+    def graph(self) -> dict[str, Any]:
+        """Every task with its dependencies."""
+        self.prune()
+        serialized: dict[str, Any] = {}
+        seen: set[str] = set()
+        for task_id in list(self._state.tasks):
+            serialized.update(traverse_graph(self._state, task_id, seen))
+        return serialized
+
+    def dep_graph(self, task_id: str, include_done: bool = True) -> dict[str, Any]:
+        """The task and everything it depends on, breadth first (at most ``max_graph_nodes``)."""
+        self.prune()
+        if task_id not in self._state.tasks:
+            return {}
+        return traverse_graph(self._state, task_id, include_done=include_done)
+
+    def inverse_dep_graph(self, task_id: str, include_done: bool = True) -> dict[str, Any]:
+        """The task and everything that depends on it, breadth first."""
+        self.prune()
+        if task_id not in self._state.tasks:
+            return {}
+        dependents = self._state.dependents
+        return traverse_graph(
+            self._state, task_id, edges=lambda task: dependents.get(task.id, ()), include_done=include_done
+        )
+
+    def task_list(
+        self,
+        status: str = "",
+        upstream_status: str = "",
+        limit: bool = True,
+        search: str | None = None,
+        max_shown_tasks: int | None = None,
+    ) -> dict[str, Any]:
+        """Tasks filtered by status, upstream status and search terms; ``{"num_tasks": N}`` past the limit."""
+        self.prune()
+        return queries.task_list(self._state, status, upstream_status, limit, search, max_shown_tasks)
+
+    def resource_list(self) -> list[dict[str, Any]]:
+        """Configured resources with their capacity, use and consumers."""
+        self.prune()
+        return queries.resource_list(self._state)
+
+    def task_search(self, task_str: str) -> dict[str, Any]:
+        """Tasks whose id contains ``task_str``, grouped by status."""
+        self.prune()
+        return queries.task_search(self._state, task_str)
+
+    def fetch_error(self, task_id: str) -> dict[str, Any]:
+        """The explanation a task failed with, and what identifies it."""
+        return queries.fetch_error(self._state, task_id)
+
+    # -- resources, pause, housekeeping, hooks -------------------------------------------------------------
+
+    def update_resources(self, **resources: Any) -> None:
+        """Merge capacities into the resource table."""
+        self._state.resources.update(policy.check_resource_amounts("update_resources", resources))
+
+    def update_resource(self, resource: str, amount: Any) -> bool:
+        """Set one capacity; False (and no change) unless ``amount`` is a non-negative int."""
+        if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
+            return False
+        self._state.resources[resource] = amount
+        return True
+
+    def has_task_history(self) -> bool:
+        """Whether task history is recorded (the visualiser then links to it)."""
+        return self._config.record_task_history
+
+    def is_pause_enabled(self) -> dict[str, bool]:
+        """``{enabled}``: whether ``pause`` is allowed."""
+        return {"enabled": self._config.pause_enabled}
+
+    def is_paused(self) -> dict[str, bool]:
+        """``{paused}``."""
+        return {"paused": self._state.paused}
+
+    def pause(self) -> None:
+        """Stop handing out work (when ``pause_enabled``)."""
+        if self._config.pause_enabled:
+            self._state.paused = True
+
+    def unpause(self) -> None:
+        """Hand out work again."""
+        self._state.paused = False
+
+    def prune(self) -> None:
+        """Apply what is due: worker disconnects, failed runs, retries, re-enables and removals (f.5)."""
+        prune_state(self._state, self._rules)
+        if self._config.batch_emails and self._batch_notifier is not None:
+            try:
+                self._batch_notifier.update()
+            except Exception:  # mail trouble must not stop pruning; the batcher keeps its queue
+                logger.exception("Could not send batched failure e-mails")
+
+    def announce_scheduling_failure(
+        self, task_name: str, family: str, params: dict[str, Any], expl: Any, owners: Any, worker: str
+    ) -> None:
+        """A worker could not schedule a task; collected for batched e-mails when ``batch_emails`` is on."""
+        if not self._config.batch_emails or self._batch_notifier is None:
+            return None
+        unbatched = unbatched_params(self._state, worker, family, params)
+        self._batch_notifier.add_scheduling_fail(task_name, family, unbatched, expl, owners)
+        return None
+
+    def update_metrics_task_started(self, task: Any) -> None:
+        """Metrics hook (no collector yet)."""
+
+    def report_task_statistics(self, task_id: str, statistics: Any) -> None:
+        """Metrics hook (no collector yet)."""
+
+
+def _info_dict(worker: str, info: Any) -> dict[str, Any]:
+    """Worker info as a dict, from a dict or a list of (name, value) pairs."""
+    if isinstance(info, dict):
+        return info
+    try:
+        return dict(info)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"add_worker {worker}: info must be an object or a list of [name, value] pairs, got {info!r}"
+        ) from None

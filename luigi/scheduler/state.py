@@ -1,0 +1,425 @@
+"""The scheduler's state: task and worker records plus the indexes that keep every decision cheap.
+
+Every change to an indexed field goes through a method here, so the indexes stay exact:
+tasks by status and family, reverse dependency edges with a per-task count of unfinished
+dependencies, ready queues, per-worker pending counters, batch membership and deadlines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from luigi.scheduler.clock import Clock
+from luigi.scheduler.config import RetryPolicy, SchedulerConfig
+from luigi.scheduler.deadlines import REENABLE, REMOVE, RETRY, Deadlines
+from luigi.scheduler.ready import ASSISTANTS, Owner, RankKey, ReadyQueues
+from luigi.scheduler.records import COUNTED_STATUSES, ResourceKey, TaskRecord, WorkerRecord, resource_key
+from luigi.task_status import BATCH_RUNNING, DISABLED, DONE, FAILED, PENDING, RUNNING, UNKNOWN
+
+STATUSES = (PENDING, RUNNING, DONE, FAILED, DISABLED, UNKNOWN, BATCH_RUNNING)
+ACTIVE_RUN_STATUSES = (RUNNING, BATCH_RUNNING)
+
+
+class SchedulerState:
+    """Tasks, workers, capacities and batchers, with indexes maintained on every change."""
+
+    def __init__(self, config: SchedulerConfig, clock: Clock) -> None:
+        self.config = config
+        self.clock = clock
+        self.tasks: dict[str, TaskRecord] = {}
+        self.workers: dict[str, WorkerRecord] = {}
+        self.resources: dict[str, Any] = dict(config.resources)
+        self.batchers: dict[str, dict[str, tuple[list[str], float]]] = {}
+        self.paused = False
+        # derived indexes
+        self.by_status: dict[str, dict[str, TaskRecord]] = {status: {} for status in STATUSES}
+        self.dependents: dict[str, set[str]] = {}
+        self.by_family: dict[str, set[str]] = {}
+        self.by_batch: dict[str, set[str]] = {}
+        self.ready = ReadyQueues(self._entry_is_valid)
+        self.deadlines = Deadlines()
+        self.dirty: set[str] = set()  # tasks to re-check for lost stakeholders or a lost runner
+        self.disabled_version = 0  # bumps when the set of tasks with a DISABLED upstream may change
+
+    # -- lookups ---------------------------------------------------------------------------------------
+
+    def tasks_with_status(self, *statuses: str) -> Iterator[TaskRecord]:
+        """The tasks in any of ``statuses`` (a snapshot: safe to change them while iterating)."""
+        for status in statuses:
+            yield from list(self.by_status.get(status, {}).values())
+
+    def is_done(self, task_id: str) -> bool:
+        """Whether the task exists and is DONE (a missing dependency is unfinished)."""
+        task = self.tasks.get(task_id)
+        return task is not None and task.status == DONE
+
+    def batch_members(self, batch_id: str) -> list[TaskRecord]:
+        """The BATCH_RUNNING tasks of a batch (Luigi's ``get_batch_running_tasks``)."""
+        members = (self.tasks[task_id] for task_id in self.by_batch.get(batch_id, ()))
+        return sorted((t for t in members if t.status == BATCH_RUNNING), key=rank_key)
+
+    def assistant_ids(self) -> set[str]:
+        """Ids of the known workers that are assistants."""
+        return {worker.id for worker in self.workers.values() if worker.assistant}
+
+    # -- task life cycle ---------------------------------------------------------------------------------
+
+    def create_task(
+        self,
+        task_id: str,
+        status: str,
+        retry_policy: RetryPolicy,
+        *,
+        deps: Iterable[str] | None = None,
+        priority: float = 0,
+        family: str = "",
+        module: str | None = None,
+        params: dict[str, Any] | None = None,
+        param_visibilities: dict[str, int] | None = None,
+        resources: dict[str, Any] | None = None,
+    ) -> TaskRecord:
+        """Record a new task (Luigi's ``_make_task`` plus ``get_task(setdefault=...)``)."""
+        now = self.clock()
+        task = TaskRecord(
+            id=task_id,
+            status=status,
+            created=now,
+            updated=now,
+            retry_policy=retry_policy,
+            priority=priority,
+            family=family or "",
+            module=module,
+            param_visibilities=dict(param_visibilities or {}),
+            resources=dict(resources or {}),
+        )
+        task.set_params(params)
+        task.resource_key = resource_key(task.resources)
+        self.tasks[task_id] = task
+        self.by_status[status][task_id] = task
+        self.by_family.setdefault(task.family, set()).add(task_id)
+        if status == DONE:
+            self._dependents_changed(task_id, -1)
+        self.set_deps(task, deps or ())
+        self.dirty.add(task_id)
+        return task
+
+    def remove_task(self, task: TaskRecord) -> None:
+        """Forget a task; tasks depending on it see it as missing, hence unfinished."""
+        self._count_pending(task, -1)
+        for worker_id in task.workers:
+            self.workers[worker_id].tasks.discard(task.id)
+        for worker_id in task.stakeholders:
+            worker = self.workers.get(worker_id)
+            if worker is not None:
+                worker.stake.discard(task.id)
+        self._unlink_deps(task, task.deps)
+        self.set_batch_id(task, None)
+        self._discard_from(self.by_family, task.family, task.id)
+        del self.by_status[task.status][task.id]
+        del self.tasks[task.id]
+        if task.status == DONE:
+            self._dependents_changed(task.id, +1)
+        self.disabled_version += 1  # it may have been on a path to a DISABLED task
+
+    def change_status(self, task: TaskRecord, new_status: str) -> None:
+        """Move a task to another status and update every index that depends on it."""
+        old_status = task.status
+        if old_status == new_status:
+            return
+        if DISABLED in (old_status, new_status) or task.unfinished_deps:
+            self.disabled_version += 1
+        self._count_pending(task, -1)
+        del self.by_status[old_status][task.id]
+        self.by_status[new_status][task.id] = task
+        task.status = new_status
+        task.updated = self.clock()
+        self._count_pending(task, +1)
+        if DONE in (old_status, new_status):
+            self._dependents_changed(task.id, -1 if new_status == DONE else +1)
+        self.dirty.add(task.id)
+        self.refresh_ready(task)
+
+    def set_deps(self, task: TaskRecord, deps: Iterable[str]) -> None:
+        """Replace the dependencies."""
+        new = set(deps)
+        if new != task.deps:
+            self._unlink_deps(task, task.deps - new)
+            self._link_deps(task, new - task.deps)
+            self.refresh_ready(task)
+
+    def add_deps(self, task: TaskRecord, deps: Iterable[str]) -> None:
+        """Extend the dependencies (dynamic dependencies found while running)."""
+        self._link_deps(task, set(deps) - task.deps)
+
+    def set_resources(self, task: TaskRecord, resources: dict[str, Any]) -> None:
+        """Replace the task's resource needs (it moves to another ready group)."""
+        task.resources = dict(resources)
+        key = resource_key(task.resources)
+        if key != task.resource_key:
+            task.resource_key = key
+            self.refresh_ready(task)
+
+    def set_priority(self, task: TaskRecord, priority: float) -> None:
+        """Change the task's priority (its ready entries are re-ranked)."""
+        if priority != task.priority:
+            task.priority = priority
+            self.refresh_ready(task)
+
+    def set_family(self, task: TaskRecord, family: str) -> None:
+        """Name the family of a task first known as a stub."""
+        self._discard_from(self.by_family, task.family, task.id)
+        task.family = family
+        task.pretty_cache = None
+        self.by_family.setdefault(family, set()).add(task.id)
+
+    def mark_runnable(self, task: TaskRecord) -> None:
+        """Some worker can run the task (so assistants may too)."""
+        if not task.runnable:
+            task.runnable = True
+            self.refresh_ready(task)
+
+    def set_batch_id(self, task: TaskRecord, batch_id: str | None) -> None:
+        """Put the task in a batch, or out of it with None."""
+        if task.batch_id is not None:
+            self._discard_from(self.by_batch, task.batch_id, task.id)
+        task.batch_id = batch_id
+        if batch_id is not None:
+            self.by_batch.setdefault(batch_id, set()).add(task.id)
+
+    def add_task_worker(self, task: TaskRecord, worker_id: str) -> None:
+        """List a worker as able to run the task (it lands in that worker's ready queue)."""
+        if worker_id in task.workers:
+            return
+        self._count_pending(task, -1)
+        task.workers[worker_id] = None
+        self._count_pending(task, +1)
+        self.workers[worker_id].tasks.add(task.id)
+        self.refresh_ready(task)
+
+    def remove_task_worker(self, task: TaskRecord, worker_id: str) -> None:
+        """Stop listing a worker as able to run the task."""
+        if worker_id not in task.workers:
+            return
+        self._count_pending(task, -1)
+        del task.workers[worker_id]
+        self._count_pending(task, +1)
+        worker = self.workers.get(worker_id)
+        if worker is not None:
+            worker.tasks.discard(task.id)
+
+    def add_stakeholder(self, task: TaskRecord, worker_id: str) -> None:
+        """The worker wants the task kept (it added the task or a task depending on it)."""
+        task.stakeholders.add(worker_id)
+        self.workers[worker_id].stake.add(task.id)
+
+    def remove_stakeholder(self, task: TaskRecord, worker_id: str) -> None:
+        """The worker no longer keeps the task alive; without stakeholders it is due for removal."""
+        task.stakeholders.discard(worker_id)
+        worker = self.workers.get(worker_id)
+        if worker is not None:
+            worker.stake.discard(task.id)
+        if not task.stakeholders:
+            self.dirty.add(task.id)
+
+    # -- deadlines -----------------------------------------------------------------------------------
+
+    def set_retry(self, task: TaskRecord, when: float) -> None:
+        """A FAILED task becomes PENDING after ``when`` (unless retry_delay is negative)."""
+        task.retry = when
+        if self.config.retry_delay >= 0:
+            self.deadlines.remind_task(when, RETRY, task.id, when)
+
+    def set_removal(self, task: TaskRecord, when: float | None) -> None:
+        """Delete the task at ``when`` (None: keep it)."""
+        task.remove = when
+        if when is not None:
+            self.deadlines.remind_task(when, REMOVE, task.id, when)
+
+    def set_scheduler_disabled(self, task: TaskRecord, when: float | None) -> None:
+        """Record a scheduler disable at ``when`` (re-enabled after disable_persist), or clear it."""
+        task.scheduler_disable_time = when
+        if when is not None:
+            self.deadlines.remind_task(when + self.config.disable_persist, REENABLE, task.id, when)
+
+    # -- workers -------------------------------------------------------------------------------------
+
+    def worker(self, worker_id: str) -> WorkerRecord:
+        """The worker's record, created on first mention (as Luigi's ``get_worker`` does)."""
+        worker = self.workers.get(worker_id)
+        if worker is None:
+            now = self.clock()
+            worker = self.workers[worker_id] = WorkerRecord(id=worker_id, started=now, last_active=now)
+            self.deadlines.remind_worker(now + self.config.worker_disconnect_delay, worker_id, now)
+        return worker
+
+    def touch_worker(
+        self, worker_id: str, reference: dict[str, Any] | None = None, get_work: bool = False
+    ) -> WorkerRecord:
+        """Note that the worker is alive (Luigi's ``_update_worker``)."""
+        worker = self.worker(worker_id)
+        if reference:
+            worker.reference = reference
+        worker.last_active = self.clock()
+        if get_work:
+            worker.last_get_work = worker.last_active
+        return worker
+
+    def remove_worker(self, worker_id: str) -> None:
+        """Forget a silent worker: it no longer runs or keeps alive any task."""
+        worker = self.workers.get(worker_id)
+        if worker is None:
+            return
+        for task_id in list(worker.tasks):
+            self.remove_task_worker(self.tasks[task_id], worker_id)
+        for task_id in list(worker.stake):
+            self.remove_stakeholder(self.tasks[task_id], worker_id)
+        del self.workers[worker_id]
+        self.ready.drop_owner(worker_id)
+        # A running task may have lost its runner's stake, or its runner's assistant status.
+        self.dirty.update(task.id for task in self.tasks_with_status(*ACTIVE_RUN_STATUSES))
+        if self.ready.has_owner(ASSISTANTS) and not self.assistant_ids():
+            self.ready.drop_owner(ASSISTANTS)
+
+    def disable_worker(self, worker_id: str) -> None:
+        """Stop giving the worker tasks; it stays a stakeholder of what it added."""
+        worker = self.worker(worker_id)
+        for task_id in list(worker.tasks):
+            self.remove_task_worker(self.tasks[task_id], worker_id)
+        worker.disabled = True
+        self.ready.drop_owner(worker_id)
+
+    # -- restoring -----------------------------------------------------------------------------------
+
+    def rebuild_indexes(self) -> None:
+        """Recompute every derived index from the task and worker records (after loading them).
+
+        Ids of unknown workers are dropped from tasks' ``workers`` and ``stakeholders``; every task is
+        re-checked at the next prune and its pending deadlines are scheduled again.
+        """
+        self.by_status = {status: {} for status in STATUSES}
+        self.dependents, self.by_family, self.by_batch = {}, {}, {}
+        self.ready = ReadyQueues(self._entry_is_valid)
+        self.deadlines = Deadlines()
+        self.disabled_version += 1
+        for worker in self.workers.values():
+            worker.tasks, worker.stake = set(), set()
+            worker.pending_counts = {status: [0, 0, 0] for status in COUNTED_STATUSES}
+            self.deadlines.remind_worker(
+                worker.last_active + self.config.worker_disconnect_delay, worker.id, worker.started
+            )
+        for task in self.tasks.values():
+            self._index_restored_task(task)
+        for task in self.tasks.values():
+            task.unfinished_deps = sum(1 for dep_id in task.deps if not self.is_done(dep_id))
+            self.refresh_ready(task)
+        self.dirty = set(self.tasks)
+
+    def _index_restored_task(self, task: TaskRecord) -> None:
+        task.workers = {w: None for w in task.workers if w in self.workers}
+        task.stakeholders = {w for w in task.stakeholders if w in self.workers}
+        task.resource_key = resource_key(task.resources)
+        task.pretty_cache = None
+        self.by_status[task.status][task.id] = task
+        self.by_family.setdefault(task.family, set()).add(task.id)
+        if task.batch_id is not None:
+            self.by_batch.setdefault(task.batch_id, set()).add(task.id)
+        for dep_id in task.deps:
+            self.dependents.setdefault(dep_id, set()).add(task.id)
+        for worker_id in task.workers:
+            self.workers[worker_id].tasks.add(task.id)
+        for worker_id in task.stakeholders:
+            self.workers[worker_id].stake.add(task.id)
+        self._count_pending(task, +1)
+        if task.status == FAILED and task.retry is not None:
+            self.set_retry(task, task.retry)
+        if task.remove is not None:
+            self.set_removal(task, task.remove)
+        if task.scheduler_disable_time is not None:
+            self.set_scheduler_disabled(task, task.scheduler_disable_time)
+
+    # -- ready queues --------------------------------------------------------------------------------
+
+    def refresh_ready(self, task: TaskRecord) -> None:
+        """Queue the task for each of its workers (and assistants) if it is ready to run."""
+        if task.status != PENDING or task.unfinished_deps:
+            return
+        key = rank_key(task)
+        for worker_id in task.workers:
+            self.ready.offer(worker_id, key, task.resource_key, len(self.workers[worker_id].tasks))
+        if task.runnable and self.ready.has_owner(ASSISTANTS):
+            self.ready.offer(ASSISTANTS, key, task.resource_key, len(self.by_status[PENDING]))
+
+    def enable_assistant_queue(self) -> None:
+        """Start queueing runnable tasks for assistants (built once, on the first assistant request)."""
+        if self.ready.has_owner(ASSISTANTS):
+            return
+        self.ready.add_owner(ASSISTANTS)
+        pending = list(self.by_status[PENDING].values())
+        for task in pending:
+            if task.runnable and not task.unfinished_deps:
+                self.ready.offer(ASSISTANTS, rank_key(task), task.resource_key, len(pending))
+
+    def _entry_is_valid(self, owner: Owner, key: RankKey, rkey: ResourceKey) -> bool:
+        task = self.tasks.get(key[2])
+        return (
+            task is not None
+            and task.status == PENDING
+            and not task.unfinished_deps
+            and task.resource_key == rkey
+            and key == rank_key(task)
+            and (task.runnable if owner is ASSISTANTS else owner in task.workers)
+        )
+
+    # -- index helpers -------------------------------------------------------------------------------
+
+    def _link_deps(self, task: TaskRecord, deps: set[str]) -> None:
+        for dep_id in deps:
+            task.deps.add(dep_id)
+            self.dependents.setdefault(dep_id, set()).add(task.id)
+            if not self.is_done(dep_id):
+                task.unfinished_deps += 1
+        if deps:
+            self.disabled_version += 1
+
+    def _unlink_deps(self, task: TaskRecord, deps: set[str]) -> None:
+        for dep_id in list(deps):
+            task.deps.discard(dep_id)
+            self._discard_from(self.dependents, dep_id, task.id)
+            if not self.is_done(dep_id):
+                task.unfinished_deps -= 1
+        if deps:
+            self.disabled_version += 1
+
+    def _dependents_changed(self, task_id: str, delta: int) -> None:
+        """A task became DONE (-1) or stopped being DONE (+1): adjust its dependents' counters."""
+        for dependent_id in self.dependents.get(task_id, ()):
+            dependent = self.tasks[dependent_id]
+            dependent.unfinished_deps += delta
+            if delta < 0:
+                self.refresh_ready(dependent)
+
+    def _count_pending(self, task: TaskRecord, sign: int) -> None:
+        """Add or remove the task's contribution to its workers' ``count_pending`` counters."""
+        if task.status not in COUNTED_STATUSES or not task.workers:
+            return
+        unique = len(task.workers) == 1
+        for worker_id in task.workers:
+            counts = self.workers[worker_id].pending_counts[task.status]
+            counts[0] += sign
+            if unique:
+                counts[1] += sign
+        self.workers[next(reversed(task.workers))].pending_counts[task.status][2] += sign
+
+    @staticmethod
+    def _discard_from(index: dict[str, set[str]], key: str, task_id: str) -> None:
+        members = index.get(key)
+        if members is not None:
+            members.discard(task_id)
+            if not members:
+                del index[key]
+
+
+def rank_key(task: TaskRecord) -> RankKey:
+    """Grant order: highest priority, then oldest, then task id."""
+    return (-task.priority, task.created, task.id)

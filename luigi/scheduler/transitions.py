@@ -1,0 +1,112 @@
+"""Status changes with Luigi's rules: disabling after repeated failures, re-enabling, batch propagation."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from luigi.scheduler import policy
+from luigi.scheduler.records import TaskRecord
+from luigi.scheduler.state import ACTIVE_RUN_STATUSES, SchedulerState
+from luigi.task_status import BATCH_RUNNING, DISABLED, DONE, FAILED, PENDING, RUNNING
+
+logger = logging.getLogger("luigi.scheduler")
+
+# notifier(subject, message, owners): told when the scheduler disables a task.
+Notifier = Callable[[str, str, list[str]], None]
+
+
+class StatusRules:
+    """Applies a requested status to a task the way Luigi's ``set_status`` does."""
+
+    def __init__(self, state: SchedulerState, notifier: Notifier) -> None:
+        self.state = state
+        self.config = state.config
+        self.notifier = notifier
+
+    def set_status(self, task: TaskRecord, new_status: str) -> None:
+        """Move ``task`` towards ``new_status``, applying the DISABLED, FAILED and batch rules."""
+        if new_status == DISABLED and task.status in ACTIVE_RUN_STATUSES:
+            return
+        remove_on_failure = task.batch_id is not None and not task.batchable
+        if task.status == DISABLED:
+            if new_status == DONE:
+                self.re_enable(task, to_failed=False)
+            elif task.scheduler_disable_time is not None and new_status != DISABLED:
+                return  # workers may not override a scheduler disable before it expires
+        if task.status == RUNNING and task.batch_id is not None and new_status != RUNNING:
+            self._end_batch(task, new_status)
+        now = self.state.clock()
+        if new_status == FAILED and task.status != DISABLED:
+            policy.record_failure(task, now)
+            if policy.has_excessive_failures(task, now):
+                self.state.set_scheduler_disabled(task, now)
+                new_status = DISABLED
+                if not self.config.batch_emails:
+                    self._notify_disabled(task)
+        elif new_status == DISABLED:
+            self.state.set_scheduler_disabled(task, None)  # an explicit disable lasts until DONE
+        self.state.change_status(task, new_status)
+        if new_status == FAILED:
+            self.state.set_retry(task, now + self.config.retry_delay)
+            if remove_on_failure:
+                self.state.set_removal(task, now)
+
+    def re_enable(self, task: TaskRecord, to_failed: bool = True) -> None:
+        """Lift a disable and forget the failures; ``to_failed`` then retries it like a failed task."""
+        self.state.set_scheduler_disabled(task, None)
+        policy.clear_failures(task)
+        if to_failed:
+            self.set_status(task, FAILED)
+            policy.clear_failures(task)
+
+    def start_batch_member(self, task: TaskRecord, batch_id: str, worker_id: str) -> None:
+        """Mark a task as running inside a batch led by another (combined) task."""
+        self.set_status(task, BATCH_RUNNING)
+        self.state.set_batch_id(task, batch_id)
+        task.worker_running = worker_id
+        task.resources_running = dict(task.resources)
+        task.time_running = self.state.clock()
+        self.state.dirty.add(task.id)
+
+    def fail_if_runner_lost(self, task: TaskRecord, assistants: set[str]) -> None:
+        """A running task whose worker is neither a stakeholder nor an assistant any more has FAILED."""
+        runner = task.worker_running
+        if task.status not in ACTIVE_RUN_STATUSES or not runner:
+            return
+        if runner in task.stakeholders or runner in assistants:
+            return
+        logger.info(
+            "Task %r is marked as running by disconnected worker %r -> marking as FAILED "
+            "with retry delay of %rs",
+            task.id,
+            runner,
+            self.config.retry_delay,
+        )
+        task.worker_running = None
+        self.set_status(task, FAILED)
+
+    def _end_batch(self, leader: TaskRecord, new_status: str) -> None:
+        """The batch leader finished: its members take the same status and leave the batch."""
+        assert leader.batch_id is not None
+        for member in self.state.batch_members(leader.batch_id):
+            if member is not leader:
+                self.set_status(member, new_status)
+                self.state.set_batch_id(member, None)
+        self.state.set_batch_id(leader, None)
+
+    def _notify_disabled(self, task: TaskRecord) -> None:
+        subject, body = policy.disable_email(task, self.config.disable_persist)
+        try:
+            self.notifier(subject, body, list(task.owners))
+        except Exception:  # a broken mail setup must not break scheduling: log it with the task
+            logger.exception("Could not send the notice that task %s was disabled", task.id)
+
+
+def reset_orphaned_batch_members(state: SchedulerState, rules: StatusRules, worker_id: str) -> None:
+    """BATCH_RUNNING tasks of ``worker_id`` whose batch has no RUNNING leader go back to PENDING."""
+    led = {t.batch_id for t in state.tasks_with_status(RUNNING) if t.worker_running == worker_id}
+    for task in state.tasks_with_status(BATCH_RUNNING):
+        if task.worker_running == worker_id and task.batch_id not in led:
+            rules.set_status(task, PENDING)
+            state.set_batch_id(task, None)
