@@ -1,0 +1,67 @@
+"""The ``[worker]`` configuration section: every knob of the worker loop, with Luigi's defaults."""
+
+from __future__ import annotations
+
+import datetime
+
+from luigi import parameter
+from luigi.task import Config
+
+
+def _core_alias(name: str) -> dict[str, str]:
+    """The deprecated ``[core] <name>`` spelling that older config files still use."""
+    return {"section": "core", "name": name}
+
+
+class worker(Config):
+    """Options of the ``[worker]`` section; keyword arguments to ``Worker(...)`` override them."""
+
+    id = parameter.Parameter(
+        default="",
+        description="Override the auto-generated worker id (it names this worker in the scheduler).",
+    )
+    ping_interval = parameter.FloatParameter(default=1.0, config_path=_core_alias("worker-ping-interval"))
+    keep_alive = parameter.BoolParameter(default=False, config_path=_core_alias("worker-keep-alive"))
+    count_uniques = parameter.BoolParameter(
+        default=False,
+        config_path=_core_alias("worker-count-uniques"),
+        description="With keep_alive, stay alive only while tasks unique to this worker are pending.",
+    )
+    count_last_scheduled = parameter.BoolParameter(
+        default=False,
+        config_path=_core_alias("worker-count-last-scheduled"),
+        description="With keep_alive, stay alive only while tasks this worker scheduled last are pending.",
+    )
+    wait_interval = parameter.FloatParameter(default=1.0, config_path=_core_alias("worker-wait-interval"))
+    wait_jitter = parameter.FloatParameter(default=5.0, config_path=_core_alias("worker-wait-jitter"))
+    max_keep_alive_idle_duration = parameter.TimeDeltaParameter(default=datetime.timedelta(0))
+    max_reschedules = parameter.IntParameter(default=1, config_path=_core_alias("worker-max-reschedules"))
+    timeout = parameter.IntParameter(default=0, config_path=_core_alias("worker-timeout"))
+    task_limit = parameter.OptionalIntParameter(default=None, config_path=_core_alias("worker-task-limit"))
+    retry_external_tasks = parameter.BoolParameter(
+        default=False,
+        config_path=_core_alias("retry-external-tasks"),
+        description="Ask the scheduler to re-check incomplete external tasks after retry_delay.",
+    )
+    send_failure_email = parameter.BoolParameter(
+        default=True, description="Send an email when a task fails or cannot be scheduled."
+    )
+    no_install_shutdown_handler = parameter.BoolParameter(
+        default=False, description="Do not install the SIGUSR1 handler that stops taking new work."
+    )
+    check_unfulfilled_deps = parameter.BoolParameter(
+        default=True, description="Before running a task, check that its dependencies are complete."
+    )
+    check_complete_on_run = parameter.BoolParameter(
+        default=False, description="After run(), mark the task DONE only if complete() returns True."
+    )
+    force_multiprocessing = parameter.BoolParameter(
+        default=False, description="Run every task in a child process, even with a single worker process."
+    )
+    task_process_context = parameter.OptionalStrParameter(
+        default=None,
+        description="Dotted path of a context manager class wrapped around each run (given the process).",
+    )
+    cache_task_completion = parameter.BoolParameter(
+        default=False, description="Remember tasks found complete so complete() is not called for them again."
+    )

@@ -1,0 +1,96 @@
+"""The keep-alive thread: pings the scheduler so it knows the worker lives, and relays its messages."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from luigi.worker.work_grant import WorkGrant
+
+logger = logging.getLogger("luigi-interface")
+
+
+class SerializedScheduler:
+    """The scheduler seen through a lock: the keep-alive thread and the worker loop never call it at once.
+
+    The in-process ``Scheduler`` is plain data without locks of its own.
+    """
+
+    def __init__(self, scheduler: Any) -> None:
+        self._scheduler = scheduler
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._scheduler, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return method(*args, **kwargs)
+
+        setattr(self, name, call)  # later lookups find it directly, without coming back here
+        return call
+
+
+class KeepAliveThread(threading.Thread):
+    """Pings ``scheduler`` every ``ping_interval`` seconds and hands each rpc message to ``on_message``.
+
+    A failed ping is logged and retried on the next interval; ``stop()`` wakes and ends the thread.
+    """
+
+    def __init__(
+        self,
+        scheduler: Any,
+        worker_id: str,
+        ping_interval: float,
+        on_message: Callable[[dict[str, Any]], None],
+    ) -> None:
+        super().__init__(name="luigi-keep-alive", daemon=True)
+        self._scheduler = scheduler
+        self._worker_id = worker_id
+        self._ping_interval = ping_interval
+        self._on_message = on_message
+        self._should_stop = threading.Event()
+
+    def stop(self) -> None:
+        self._should_stop.set()
+
+    def run(self) -> None:
+        while not self._should_stop.wait(self._ping_interval):
+            self.ping_once()
+        logger.info("Worker %s was stopped. Shutting down Keep-Alive thread", self._worker_id)
+
+    def ping_once(self) -> None:
+        """One ping and the dispatch of the messages it returned."""
+        try:
+            response = self._scheduler.ping(worker=self._worker_id)
+        except Exception:  # the scheduler may be briefly unreachable; the next ping will tell
+            logger.warning("Failed pinging scheduler", exc_info=True)
+            return
+        messages = response.get("rpc_messages", []) if isinstance(response, dict) else []
+        for message in messages if isinstance(messages, list) else []:
+            try:
+                self._on_message(message)
+            except Exception:  # one bad message must not stop the pings
+                logger.exception("Error handling scheduler message %r", message)
+
+
+def should_stay_alive(config: Any, grant: WorkGrant, assistant: bool, idle_seconds: float) -> bool:
+    """With ``[worker] keep_alive``, whether an idle worker should wait for more work rather than exit.
+
+    Assistants always wait; otherwise the worker waits while the scheduler reports pending tasks (counted
+    as ``count_last_scheduled`` or ``count_uniques`` say), for at most ``max_keep_alive_idle_duration``.
+    """
+    if not config.keep_alive:
+        return False
+    if assistant:
+        return True
+    if config.count_last_scheduled:
+        return grant.n_pending_last_scheduled > 0
+    if config.count_uniques:
+        return grant.n_unique_pending > 0
+    if grant.n_pending_tasks == 0:
+        return False
+    idle_limit = config.max_keep_alive_idle_duration.total_seconds()
+    return not idle_limit or idle_seconds < idle_limit

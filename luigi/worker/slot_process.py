@@ -1,0 +1,169 @@
+"""Inside a task slot: the forked child process that runs the worker's tasks one at a time.
+
+A slot is forked from the worker, so it already holds every task object the worker had scheduled; a job
+names a task by id. Reports and the outcome go back as JSON lines; scheduler messages for the running task
+arrive on the job pipe. Between jobs the slot puts back what a task may have changed in the process (random
+state, working directory, environment) and retires, rather than carry it on, when a task left threads
+running or grew the process's memory a lot. Nothing here ever returns into the worker's own code.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import random
+import sys
+import threading
+import traceback
+from collections.abc import Mapping
+from multiprocessing import process as mp_process
+from multiprocessing import util as mp_util
+from typing import Any, NoReturn
+
+import psutil
+
+from luigi.worker.channel import JsonLineReader, JsonLineWriter
+from luigi.worker.task_process import PipeMessageQueue, TaskOutcome, TaskProcess, TaskRunOptions
+
+# A slot whose memory grew by more than this while running a task is replaced by a fresh fork, so one
+# heavy task does not leave every later task in that slot with its high-water mark.
+RETIRE_AFTER_GROWTH_BYTES = 256 * 1024 * 1024
+
+
+class ForwardingStatusReporter:
+    """The status reporter inside a slot: each report becomes a message for the worker to apply."""
+
+    def __init__(self, writer: JsonLineWriter, task_id: str, message_reader: JsonLineReader | None) -> None:
+        self._writer = writer
+        self.scheduler_messages = (
+            PipeMessageQueue(message_reader, self, task_id) if message_reader is not None else None
+        )
+
+    def _forward(self, name: str, *args: Any) -> None:
+        self._writer.send({"report": name, "args": list(args)})
+
+    def update_tracking_url(self, tracking_url: str) -> None:
+        self._forward("update_tracking_url", tracking_url)
+
+    def update_status_message(self, message: str) -> None:
+        self._forward("update_status_message", message)
+
+    def update_progress_percentage(self, percentage: float) -> None:
+        self._forward("update_progress_percentage", percentage)
+
+    def decrease_running_resources(self, decrease_resources: dict[str, int]) -> None:
+        self._forward("decrease_running_resources", decrease_resources)
+
+    def report_task_statistics(self, statistics: Any) -> None:
+        self._forward("report_task_statistics", statistics)
+
+    def add_scheduler_message_response(self, task_id: str, message_id: str, response: Any) -> None:
+        self._forward("add_scheduler_message_response", task_id, message_id, response)
+
+
+def slot_main(
+    job_fd: int,
+    result_fd: int,
+    tasks: Mapping[str, Any],
+    completion_cache: dict[str, bool] | None,
+    fds_to_close: list[int],
+) -> NoReturn:
+    """Body of a freshly forked slot: serve jobs until the worker closes the job pipe, then exit."""
+    exit_code = 1
+    try:
+        try:
+            os.setpgid(0, 0)  # the slot leads a process group holding everything its tasks start
+        except OSError:
+            pass
+        for fd in fds_to_close:
+            _close_quietly(fd)
+        _reset_interpreter_after_fork()
+        _serve_jobs(JsonLineReader(job_fd), JsonLineWriter(result_fd), tasks, completion_cache)
+        exit_code = 0
+    except BaseException:  # nothing may escape into the worker's code; report and exit
+        try:
+            traceback.print_exc()
+        except BaseException:
+            pass
+    finally:
+        _flush_stdio()
+        os._exit(exit_code)
+
+
+def _serve_jobs(
+    reader: JsonLineReader, writer: JsonLineWriter, tasks: Mapping[str, Any], cache: dict[str, bool] | None
+) -> None:
+    home = os.getcwd()
+    environment = dict(os.environ)
+    baseline = _rss()
+    while True:
+        if not reader.wait(None):
+            if reader.at_eof:
+                return
+            continue
+        job = reader.take_one()
+        if not isinstance(job, dict) or job.get("kind") != "job":
+            continue  # a scheduler message that arrived after its task had finished
+        outcome = _run_job(job, reader, writer, tasks, cache)
+        _flush_stdio()
+        # Said with the outcome, so the worker never hands another task to a slot about to exit.
+        retiring = threading.active_count() > 1 or _rss() - baseline > RETIRE_AFTER_GROWTH_BYTES
+        writer.send({"outcome": outcome.to_message(), "retiring": retiring})
+        if retiring:
+            return
+        _restore_process_state(home, environment)
+
+
+def _run_job(
+    job: dict[str, Any],
+    reader: JsonLineReader,
+    writer: JsonLineWriter,
+    tasks: Mapping[str, Any],
+    cache: dict[str, bool] | None,
+) -> TaskOutcome:
+    task = tasks[str(job["task_id"])]
+    random.seed()  # tasks in a fresh process would each get their own random state
+    reporter = ForwardingStatusReporter(writer, task.task_id, reader if task.accepts_messages else None)
+    options = TaskRunOptions(**job["options"], completion_cache=cache, in_child_process=True)
+    return TaskProcess(task, reporter, options, timeout=job.get("timeout")).run()
+
+
+def _restore_process_state(home: str, environment: dict[str, str]) -> None:
+    if os.getcwd() != home:
+        os.chdir(home)
+    if os.environ != environment:
+        os.environ.clear()
+        os.environ.update(environment)
+
+
+def _rss() -> int:
+    try:
+        return int(psutil.Process().memory_info().rss)
+    except psutil.Error:
+        return 0
+
+
+def _reset_interpreter_after_fork() -> None:
+    """Make the slot independent: fresh random state, own proxies, no copy-on-write churn from the gc."""
+    random.seed()
+    gc.freeze()  # the inherited heap is never collected here, so the gc need not touch (and copy) its pages
+    run_after_forkers = getattr(mp_util, "_run_after_forkers", None)
+    if run_after_forkers is not None:
+        run_after_forkers()  # reconnects multiprocessing Manager proxies (e.g. MockFileSystem) in the slot
+    if hasattr(mp_process, "_children"):
+        mp_process._children = set()  # the worker's multiprocessing children are not ours to join
+
+
+def _flush_stdio() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # a closed or broken stream must not stop the slot
+            pass
+
+
+def _close_quietly(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass

@@ -1,0 +1,363 @@
+"""Running one task: dependency checks, ``run()`` with dynamic dependencies, events, and the outcome.
+
+``TaskProcess.run()`` executes the task in the current process and returns a ``TaskOutcome``; the worker
+either calls it directly (in-process) or has a task slot run it in a child process (see
+``luigi.worker.child_pool``). While ``run()`` executes, the task gets ``set_tracking_url`` & co. bound to
+a status reporter, which talks to the scheduler directly in-process and through the worker from a child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+import queue
+import time
+import traceback
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from luigi.event import Event
+from luigi.task import DynamicRequirements, flatten
+from luigi.task_status import DONE, FAILED, PENDING
+from luigi.worker.completion import check_complete
+
+logger = logging.getLogger("luigi-interface")
+
+EXTERNAL_DATA_MISSING = "Task is an external data dependency and data does not exist (yet?)."
+
+
+class TaskException(Exception):
+    """A task broke the worker's contract (e.g. requires() returned something that is not a task)."""
+
+
+def is_external(task: Any) -> bool:
+    """External tasks have ``run = None``: the worker only checks them, never runs them."""
+    return task.run is None
+
+
+@dataclass
+class TaskOutcome:
+    """What running a task produced: its status, the expl for the scheduler, and what it still needs.
+
+    ``missing`` lists ids of dependencies that were incomplete at run time; ``new_deps`` lists dynamic
+    dependencies as ``(module, family, serialized params)`` so they cross a process boundary as plain data.
+    """
+
+    task_id: str
+    status: str = FAILED
+    expl: Any = ""
+    missing: list[str] = field(default_factory=list)
+    new_deps: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+
+    def to_message(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id,
+            "status": self.status,
+            "expl": self.expl,
+            "missing": self.missing,
+            "new_deps": [list(dep) for dep in self.new_deps],
+        }
+
+    @classmethod
+    def from_message(cls, message: dict[str, Any]) -> TaskOutcome:
+        return cls(
+            task_id=str(message["task_id"]),
+            status=str(message["status"]),
+            expl=message.get("expl", ""),
+            missing=[str(task_id) for task_id in message.get("missing", [])],
+            new_deps=[
+                (module, family, dict(params)) for module, family, params in message.get("new_deps", [])
+            ],
+        )
+
+
+class SchedulerMessage:
+    """A message the scheduler relayed to a running task; ``respond()`` sends the answer back."""
+
+    def __init__(self, scheduler: Any, task_id: str, message_id: str, content: Any, **payload: Any) -> None:
+        self._scheduler = scheduler
+        self._task_id = task_id
+        self._message_id = message_id
+        self.content = content
+        self.payload = payload
+
+    @property
+    def task_id(self) -> str:
+        return self._task_id
+
+    @property
+    def message_id(self) -> str:
+        return self._message_id
+
+    def respond(self, response: Any) -> None:
+        self._scheduler.add_scheduler_message_response(self._task_id, self._message_id, response)
+
+    def __str__(self) -> str:
+        return str(self.content)
+
+    def __eq__(self, other: object) -> bool:
+        return self.content == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class TaskStatusReporter:
+    """Sends a running task's progress reports to the scheduler (used in the worker's own process)."""
+
+    def __init__(self, scheduler: Any, task_id: str, worker_id: str, scheduler_messages: Any = None) -> None:
+        self._scheduler = scheduler
+        self._task_id = task_id
+        self._worker_id = worker_id
+        self.scheduler_messages = scheduler_messages
+
+    def update_tracking_url(self, tracking_url: str) -> None:
+        self._scheduler.add_task(
+            task_id=self._task_id, worker=self._worker_id, status="RUNNING", tracking_url=tracking_url
+        )
+
+    def update_status_message(self, message: str) -> None:
+        self._scheduler.set_task_status_message(self._task_id, message)
+
+    def update_progress_percentage(self, percentage: float) -> None:
+        self._scheduler.set_task_progress_percentage(self._task_id, percentage)
+
+    def decrease_running_resources(self, decrease_resources: dict[str, int]) -> None:
+        self._scheduler.decrease_running_task_resources(self._task_id, decrease_resources)
+
+    def report_task_statistics(self, statistics: Any) -> None:
+        self._scheduler.report_task_statistics(self._task_id, statistics)
+
+    def add_scheduler_message_response(self, task_id: str, message_id: str, response: Any) -> None:
+        self._scheduler.add_scheduler_message_response(task_id, message_id, response)
+
+
+# The reporter methods a child process may ask its parent to call (nothing else is honoured).
+FORWARDABLE_REPORTS = frozenset(
+    {
+        "update_tracking_url",
+        "update_status_message",
+        "update_progress_percentage",
+        "decrease_running_resources",
+        "report_task_statistics",
+        "add_scheduler_message_response",
+    }
+)
+
+
+@dataclass
+class TaskRunOptions:
+    """The worker settings that shape one task run."""
+
+    worker_id: str
+    check_unfulfilled_deps: bool = True
+    check_complete_on_run: bool = False
+    completion_cache: dict[str, bool] | None = None
+    task_process_context: str | None = None
+    in_child_process: bool = False
+
+
+class TaskProcess:
+    """One task's execution; ``run()`` does the work in the current process and returns the outcome.
+
+    ``status_reporter`` is what the task's injected callables call; a ``task_process_context`` class is
+    instantiated with this object (it may use ``status_reporter.report_task_statistics``).
+    """
+
+    def __init__(
+        self, task: Any, status_reporter: Any, options: TaskRunOptions, timeout: float | None = None
+    ) -> None:
+        self.task = task
+        self.status_reporter = status_reporter
+        self.options = options
+        self.worker_id = options.worker_id
+        self.timeout = timeout
+        self.use_multiprocessing = options.in_child_process
+
+    def run(self) -> TaskOutcome:
+        """Run the task (inside the configured context manager) and describe how it went."""
+        outcome = TaskOutcome(self.task.task_id)
+        try:
+            with self._process_context():
+                self._run_into(outcome)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # whatever the task raised, SystemExit included, is a task failure
+            outcome.status = FAILED
+            outcome.new_deps = []
+            outcome.expl = self._explain_failure(exc)
+        return outcome
+
+    @contextlib.contextmanager
+    def _process_context(self) -> Iterator[None]:
+        path = self.options.task_process_context
+        if not path:
+            yield
+            return
+        module_name, _, class_name = path.rpartition(".")
+        context_cls = getattr(importlib.import_module(module_name), class_name)
+        with context_cls(self):
+            yield
+
+    def _run_into(self, outcome: TaskOutcome) -> None:
+        task = self.task
+        logger.info("[pid %s] Worker %s running   %s", os.getpid(), self.worker_id, task)
+        self._verify_dependencies(outcome)
+        task.trigger_event(Event.START, task)
+        started = time.time()
+        if is_external(task):
+            self._check_external(outcome)
+        else:
+            with self._reporting_callables():
+                outcome.new_deps = self._run_collecting_new_deps()
+            outcome.status = PENDING if outcome.new_deps else self._status_after_run()
+        if outcome.new_deps:
+            logger.info("[pid %s] Worker %s new requirements      %s", os.getpid(), self.worker_id, task)
+        elif outcome.status == DONE:
+            task.trigger_event(Event.PROCESSING_TIME, task, time.time() - started)
+            outcome.expl = task.on_success()
+            logger.info("[pid %s] Worker %s done      %s", os.getpid(), self.worker_id, task)
+            task.trigger_event(Event.SUCCESS, task)
+
+    def _is_complete(self, task: Any) -> bool:
+        return check_complete(task, self.options.completion_cache)
+
+    def _verify_dependencies(self, outcome: TaskOutcome) -> None:
+        """Raise if a dependency is incomplete at run time, listing it (and its missing outputs)."""
+        if not self.options.check_unfulfilled_deps or is_external(self.task):
+            return
+        described = []
+        for dep in self.task.deps():
+            if self._is_complete(dep):
+                continue
+            outcome.missing.append(dep.task_id)
+            absent = [str(target) for target in flatten(dep.output()) if not target.exists()]
+            described.append(f"{dep.task_id} ({', '.join(absent)})" if absent else dep.task_id)
+        if described:
+            noun = "dependency" if len(described) == 1 else "dependencies"
+            raise RuntimeError(f"Unfulfilled {noun} at run time: {', '.join(described)}")
+
+    def _check_external(self, outcome: TaskOutcome) -> None:
+        if self._is_complete(self.task):
+            outcome.status = DONE
+        else:
+            outcome.status = FAILED
+            outcome.expl = EXTERNAL_DATA_MISSING
+
+    def _status_after_run(self) -> str:
+        if not self.options.check_complete_on_run:
+            if self.options.completion_cache is not None:
+                self.options.completion_cache[self.task.task_id] = True
+            return DONE
+        if self._is_complete(self.task):
+            return DONE
+        raise TaskException("Task finished running, but complete() is still returning false.")
+
+    def _run_collecting_new_deps(self) -> list[tuple[str, str, dict[str, str]]]:
+        """Run the task; for a generator, feed it the outputs of complete yielded requirements.
+
+        Returns the first yielded requirements that are not complete yet (the task runs again later).
+        """
+        result = self.task.run()
+        if not isinstance(result, types.GeneratorType):
+            return []
+        to_send = None
+        while True:
+            try:
+                yielded = next(result) if to_send is None else result.send(to_send)
+            except StopIteration:
+                return []
+            requirements = (
+                yielded if isinstance(yielded, DynamicRequirements) else DynamicRequirements(yielded)
+            )
+            if not requirements.complete(self._is_complete):
+                return [
+                    (dep.task_module, dep.task_family, dep.to_str_params())
+                    for dep in requirements.flat_requirements
+                ]
+            to_send = requirements.paths
+
+    @contextlib.contextmanager
+    def _reporting_callables(self) -> Iterator[None]:
+        """Bind the task's progress callables to the status reporter for the duration of ``run()``."""
+        reporter = self.status_reporter
+        injected = {
+            "set_tracking_url": reporter.update_tracking_url,
+            "set_status_message": reporter.update_status_message,
+            "set_progress_percentage": reporter.update_progress_percentage,
+            "decrease_running_resources": reporter.decrease_running_resources,
+            "scheduler_messages": reporter.scheduler_messages,
+        }
+        attributes = self.task.__dict__
+        saved = {name: attributes[name] for name in injected if name in attributes}
+        attributes.update(injected)
+        try:
+            yield
+        finally:
+            for name in injected:
+                if name in saved:
+                    attributes[name] = saved[name]
+                else:
+                    attributes.pop(name, None)
+
+    def _explain_failure(self, exc: BaseException) -> Any:
+        """Log the failure, fire FAILURE, and return the task's ``on_failure`` explanation."""
+        task = self.task
+        logger.exception("[pid %s] Worker %s failed    %s", os.getpid(), self.worker_id, task)
+        task.trigger_event(Event.FAILURE, task, exc)
+        try:
+            return task.on_failure(exc)
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # a broken on_failure must still yield an explanation for the scheduler
+            logger.exception("on_failure of %s raised", task)
+            return f"Runtime error:\n{traceback.format_exc()}"
+
+
+class PipeMessageQueue:
+    """``scheduler_messages`` of a task running in a child: SchedulerMessages read from the parent's pipe.
+
+    Offers the Queue methods tasks use: ``get(block, timeout)``, ``get_nowait()``, ``empty()``, ``qsize()``.
+    """
+
+    def __init__(self, reader: Any, responder: Any, task_id: str) -> None:
+        self._reader = reader
+        self._responder = responder
+        self._task_id = task_id
+
+    def _message(self, raw: dict[str, Any]) -> SchedulerMessage:
+        reserved = ("kind", "message_id", "content", "task_id")
+        payload = {key: value for key, value in raw.items() if key not in reserved}
+        return SchedulerMessage(
+            self._responder, self._task_id, str(raw.get("message_id")), raw.get("content"), **payload
+        )
+
+    def _is_for_this_task(self, raw: Any) -> bool:
+        return isinstance(raw, dict) and raw.get("kind") == "message" and raw.get("task_id") == self._task_id
+
+    def get(self, block: bool = True, timeout: float | None = None) -> SchedulerMessage:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = 0.0 if deadline is None and not block else None
+            if deadline is not None:
+                remaining = max(0.0, deadline - time.monotonic()) if block else 0.0
+            if self._reader.wait(remaining):
+                raw = self._reader.take_one()
+                if self._is_for_this_task(raw):
+                    return self._message(raw)
+                continue  # left over from an earlier task that ran in the same process
+            if self._reader.at_eof or (remaining is not None and remaining <= 0):
+                raise queue.Empty
+
+    def get_nowait(self) -> SchedulerMessage:
+        return self.get(block=False)
+
+    def empty(self) -> bool:
+        return self.qsize() == 0
+
+    def qsize(self) -> int:
+        self._reader.pump()
+        return sum(1 for raw in self._reader.peek_all() if self._is_for_this_task(raw))

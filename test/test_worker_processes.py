@@ -1,0 +1,368 @@
+"""Tasks run in forked child processes: parallelism, resources, timeouts and children that die.
+
+A child leads its own process group and talks to the worker through a pipe; a timeout kills the whole tree
+of processes a task started, and a child that dies without a word is reported FAILED with its exit code.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import psutil
+import pytest
+
+from luigi import interface
+from luigi.event import Event
+from luigi.local_target import LocalTarget
+from luigi.parameter import IntParameter, Parameter
+from luigi.scheduler import Scheduler
+from luigi.task import Task, WrapperTask
+from luigi.task_status import DONE, FAILED
+from luigi.worker import Worker
+
+
+def wait_for(condition, timeout=10.0, interval=0.01):
+    """Poll ``condition`` until it is true or ``timeout`` passes; returns its last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
+
+
+@pytest.fixture
+def events():
+    seen: list[tuple[str, tuple]] = []
+    registered = []
+
+    def listen(*names):
+        for name in names:
+
+            def callback(*args, _name=name):
+                seen.append((_name, args))
+
+            Task.event_handler(name)(callback)
+            registered.append((name, callback))
+
+    yield seen, listen
+    for name, callback in registered:
+        Task.remove_event_handler(name, callback)
+
+
+def make_marker_task(tmp_path):
+    class Marker(Task):
+        """Writes ``<name>.done``; records the pid it ran in and its start and end times."""
+
+        name = Parameter()
+
+        def output(self):
+            return LocalTarget(str(tmp_path / f"{self.name}.done"))
+
+        def run(self):
+            started = time.time()
+            self.work()
+            with self.output().open("w") as out:
+                out.write(f"{os.getpid()} {started} {time.time()}")
+
+        def work(self):
+            pass
+
+    return Marker
+
+
+def recorded(tmp_path, name):
+    pid, started, ended = (tmp_path / f"{name}.done").read_text().split()
+    return int(pid), float(started), float(ended)
+
+
+def test_tasks_run_in_child_processes_with_several_workers(tmp_path):
+    Marker = make_marker_task(tmp_path)
+
+    class Root(WrapperTask):
+        def requires(self):
+            return [Marker(name=str(i)) for i in range(4)]
+
+    assert interface.build([Root()], local_scheduler=True, workers=2) is True
+    pids = {recorded(tmp_path, str(i))[0] for i in range(4)}
+    assert os.getpid() not in pids
+    assert len(pids) <= 2  # one task slot per worker process, each running tasks one after another
+
+
+def test_two_workers_run_two_tasks_at_the_same_time(tmp_path):
+    Marker = make_marker_task(tmp_path)
+
+    class Rendezvous(Marker):
+        """Announces itself, then waits for its partner: only possible if both run at once."""
+
+        def work(self):
+            (tmp_path / f"{self.name}.started").touch()
+            partner = tmp_path / ("b" if self.name == "a" else "a")
+            if not wait_for(lambda: partner.with_suffix(".started").exists()):
+                raise RuntimeError("the other task never started")
+
+    class Root(WrapperTask):
+        def requires(self):
+            return [Rendezvous(name="a"), Rendezvous(name="b")]
+
+    assert interface.build([Root()], local_scheduler=True, workers=2) is True
+
+
+def test_tasks_sharing_a_resource_of_capacity_one_never_overlap(tmp_path):
+    Marker = make_marker_task(tmp_path)
+
+    class Exclusive(Marker):
+        resources = {"database": 1}
+
+        def work(self):
+            time.sleep(0.05)  # hold the resource a little while, so an overlap would show
+
+    class Root(WrapperTask):
+        def requires(self):
+            return [Exclusive(name=str(i)) for i in range(4)]
+
+    assert interface.build([Root()], local_scheduler=True, workers=2) is True
+    spans = sorted(recorded(tmp_path, str(i))[1:] for i in range(4))
+    for (_, first_end), (second_start, _) in zip(spans, spans[1:], strict=False):
+        assert first_end <= second_start
+
+
+def test_force_multiprocessing_runs_a_single_worker_in_a_child(tmp_path):
+    Marker = make_marker_task(tmp_path)
+    scheduler = Scheduler()
+    worker = Worker(scheduler=scheduler, force_multiprocessing=True)
+    worker.add(Marker(name="x"))
+    assert worker.run() is True
+    assert recorded(tmp_path, "x")[0] != os.getpid()
+
+
+def test_timeout_kills_the_task_and_every_process_it_started(tmp_path, events):
+    seen, listen = events
+    listen(Event.TIMEOUT)
+
+    class Hangs(Task):
+        worker_timeout = 1
+
+        def complete(self):
+            return False
+
+        def run(self):
+            sleeper = subprocess.Popen(["sleep", "60"])
+            (tmp_path / "grandchild.pid").write_text(str(sleeper.pid))
+            time.sleep(60)
+
+    scheduler = Scheduler()
+    with Worker(scheduler=scheduler) as worker:
+        worker.add(Hangs())
+        started = time.monotonic()
+        assert worker.run() is False
+    assert time.monotonic() - started < 30
+    task = scheduler.task_list("", "")[Hangs().task_id]
+    assert task["status"] == FAILED
+    error = scheduler.fetch_error(Hangs().task_id)["error"]
+    assert "timed out after 1 seconds" in error
+    assert [(name, args[0]) for name, args in seen] == [(Event.TIMEOUT, Hangs())]
+    grandchild = int((tmp_path / "grandchild.pid").read_text())
+    assert wait_for(lambda: _is_gone(grandchild), timeout=5)
+
+
+def test_config_timeout_applies_when_the_task_sets_none(tmp_path):
+    class Slow(Task):
+        def complete(self):
+            return False
+
+        def run(self):
+            time.sleep(60)
+
+    scheduler = Scheduler()
+    worker = Worker(scheduler=scheduler, timeout=1)
+    worker.add(Slow())
+    assert worker.run() is False
+    assert "timed out" in scheduler.fetch_error(Slow().task_id)["error"]
+
+
+def _is_gone(pid):
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE  # dead, waiting for init to reap it
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("how", "expected"),
+    [("exit", "exit code 3"), ("oom-kill", "exit code -9 (killed by SIGKILL)")],
+)
+def test_child_that_dies_is_failed_with_its_exit_code(how, expected, events):
+    seen, listen = events
+    listen(Event.PROCESS_FAILURE)
+
+    class Dies(Task):
+        def complete(self):
+            return False
+
+        def run(self):
+            if how == "exit":
+                os._exit(3)
+            os.kill(os.getpid(), signal.SIGKILL)  # what the kernel's OOM killer does
+
+    scheduler = Scheduler()
+    worker = Worker(scheduler=scheduler, worker_processes=2)
+    worker.add(Dies())
+    assert worker.run() is False
+    error = scheduler.fetch_error(Dies().task_id)["error"]
+    assert expected in error and Dies().task_id in error
+    [(name, (task, message))] = seen
+    assert (name, task) == (Event.PROCESS_FAILURE, Dies()) and expected in message
+
+
+def test_failure_in_child_reports_the_traceback(tmp_path):
+    class Raises(Task):
+        def complete(self):
+            return False
+
+        def run(self):
+            raise ValueError("bad row 17")
+
+    scheduler = Scheduler()
+    worker = Worker(scheduler=scheduler, worker_processes=2)
+    worker.add(Raises())
+    assert worker.run() is False
+    error = scheduler.fetch_error(Raises().task_id)["error"]
+    assert "Runtime error:" in error and "ValueError: bad row 17" in error
+
+
+def test_dynamic_dependencies_from_a_child_are_scheduled_and_run(tmp_path):
+    Marker = make_marker_task(tmp_path)
+
+    class Parent(Marker):
+        n = IntParameter(default=3)
+
+        def work(self):
+            pass
+
+        def run(self):
+            outputs = yield [Marker(name=f"dyn{i}") for i in range(self.n)]
+            with self.output().open("w") as out:
+                out.write(f"{os.getpid()} 0 0 " + ",".join(target.path for target in outputs))
+
+    assert interface.build([Parent(name="parent")], local_scheduler=True, workers=2) is True
+    for i in range(3):
+        assert Marker(name=f"dyn{i}").complete()
+    assert (tmp_path / "parent.done").read_text().endswith(str(tmp_path / "dyn2.done"))
+
+
+def test_progress_reports_from_a_child_reach_the_scheduler(tmp_path):
+    class Reporting(Task):
+        def output(self):
+            return LocalTarget(str(tmp_path / "reported"))
+
+        def run(self):
+            self.set_tracking_url("http://tracker/job/1")
+            self.set_status_message("halfway")
+            self.set_progress_percentage(50)
+            self.output().open("w").close()
+
+    scheduler = Scheduler()
+    worker = Worker(scheduler=scheduler, worker_processes=2)
+    worker.add(Reporting())
+    assert worker.run() is True
+    task_id = Reporting().task_id
+    assert scheduler.get_task_status_message(task_id)["statusMessage"] == "halfway"
+    assert scheduler.get_task_progress_percentage(task_id)["progressPercentage"] == 50
+    assert scheduler.task_list("", "")[task_id]["tracking_url"] == "http://tracker/job/1"
+    assert scheduler.task_list("", "")[task_id]["status"] == DONE
+
+
+class RecordingContext:
+    """A ``[worker] task_process_context``: notes entering and leaving around each run."""
+
+    def __init__(self, task_process):
+        self.log = task_process.task.output().path + ".context"
+
+    def __enter__(self):
+        with open(self.log, "a") as log:
+            log.write(f"enter {os.getpid()}\n")
+
+    def __exit__(self, *exc_info):
+        with open(self.log, "a") as log:
+            log.write("exit\n")
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_task_process_context_wraps_each_run(tmp_path, processes):
+    Marker = make_marker_task(tmp_path)
+    worker = Worker(
+        scheduler=Scheduler(), worker_processes=processes, task_process_context=f"{__name__}.RecordingContext"
+    )
+    worker.add(Marker(name="ctx"))
+    assert worker.run() is True
+    pid = recorded(tmp_path, "ctx")[0]
+    assert (tmp_path / "ctx.done.context").read_text() == f"enter {pid}\nexit\n"
+
+
+def test_a_task_slot_runs_later_tasks_in_the_directory_and_environment_it_started_with(tmp_path):
+    class Wanderer(Task):
+        def output(self):
+            return LocalTarget(str(tmp_path / "wanderer"))
+
+        def run(self):
+            os.chdir(tmp_path)
+            os.environ["LUIGI_TEST_LEFTOVER"] = "1"
+            self.output().open("w").close()
+
+    class Observer(Task):
+        def requires(self):
+            return Wanderer()
+
+        def output(self):
+            return LocalTarget(str(tmp_path / "observer"))
+
+        def run(self):
+            with self.output().open("w") as out:
+                out.write(f"{os.getcwd()}|{os.environ.get('LUIGI_TEST_LEFTOVER')}")
+
+    worker = Worker(scheduler=Scheduler(), force_multiprocessing=True)
+    worker.add(Observer())
+    assert worker.run() is True
+    assert (tmp_path / "observer").read_text() == f"{os.getcwd()}|None"
+
+
+def test_a_task_that_leaves_threads_behind_gets_a_fresh_process_after_it(tmp_path):
+    import threading
+
+    Marker = make_marker_task(tmp_path)
+
+    class LeavesThread(Marker):
+        def work(self):
+            threading.Thread(target=threading.Event().wait, daemon=True).start()
+
+    class After(Marker):
+        def requires(self):
+            return LeavesThread(name="first")
+
+    worker = Worker(scheduler=Scheduler(), force_multiprocessing=True)
+    worker.add(After(name="second"))
+    assert worker.run() is True
+    assert recorded(tmp_path, "first")[0] != recorded(tmp_path, "second")[0]
+
+
+def test_a_batch_whose_combined_task_is_new_runs_in_a_child(tmp_path):
+    class Tagged(Task):
+        tag = Parameter(batch_method=",".join)
+
+        def output(self):
+            return LocalTarget(str(tmp_path / f"tag-{self.tag}"))
+
+        def run(self):
+            for tag in self.tag.split(","):
+                LocalTarget(str(tmp_path / f"tag-{tag}")).open("w").close()
+
+    class All(WrapperTask):
+        def requires(self):
+            return [Tagged(tag=tag) for tag in "abc"]
+
+    assert interface.build([All()], local_scheduler=True, workers=2) is True
+    assert {path.name for path in tmp_path.glob("tag-*")} >= {"tag-a", "tag-b", "tag-c"}
