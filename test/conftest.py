@@ -28,6 +28,7 @@ def _isolated_luigi_state(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pyt
     _reset_cmdline()
     yield
     _restore_event_callbacks(saved_callbacks)
+    _reset_logging()
     if register is not None:
         register._set_reg(saved_registry)
         register.clear_instance_cache()
@@ -67,3 +68,19 @@ def _restore_event_callbacks(saved: dict | None) -> None:
 
     Task._event_callbacks.clear()
     Task._event_callbacks.update(saved)
+
+
+def _reset_logging() -> None:
+    """Undo what a run's logging set-up did, so the next test starts with luigi's loggers untouched."""
+    import logging
+
+    try:
+        from luigi.setup_logging import DaemonLogging, InterfaceLogging
+    except ImportError:
+        return
+    InterfaceLogging._configured = False
+    DaemonLogging._configured = False
+    interface_logger = logging.getLogger("luigi-interface")
+    for handler in list(interface_logger.handlers):
+        interface_logger.removeHandler(handler)
+    interface_logger.setLevel(logging.NOTSET)

@@ -1,0 +1,238 @@
+"""Exit codes of ``luigi``: ``run_with_retcodes`` maps the run's outcome to the ``[retcode]`` options."""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+import textwrap
+
+import pytest
+
+import luigi.interface  # noqa: F401 - registers [core] before the conftest snapshots the task registry
+from luigi import configuration
+from luigi.retcodes import retcode, run_with_retcodes
+from luigi.setup_logging import InterfaceLogging
+
+PIPELINE = textwrap.dedent(
+    """
+    from luigi.local_target import LocalTarget
+    from luigi.parameter import IntParameter
+    from luigi.task import ExternalTask, Task, WrapperTask
+
+
+    class Data(ExternalTask):
+        def output(self):
+            return LocalTarget("data.txt")
+
+
+    class Ok(Task):
+        def output(self):
+            return LocalTarget("ok.txt")
+
+        def run(self):
+            with self.output().open("w") as out:
+                out.write("ok")
+
+
+    class Fails(Task):
+        def output(self):
+            return LocalTarget("never.txt")
+
+        def run(self):
+            raise RuntimeError("task broke")
+
+
+    class NeedsData(Task):
+        def requires(self):
+            return Data()
+
+        def output(self):
+            return LocalTarget("needs-data.txt")
+
+        def run(self):
+            with self.output().open("w") as out:
+                out.write("ok")
+
+
+    class BadComplete(Task):
+        def complete(self):
+            raise RuntimeError("complete broke")
+
+
+    class FailsAndNeedsData(WrapperTask):
+        def requires(self):
+            return [Fails(), NeedsData()]
+
+
+    class Numbered(Task):
+        n = IntParameter()
+
+        def output(self):
+            return LocalTarget(f"numbered-{self.n}.txt")
+
+        def run(self):
+            with self.output().open("w") as out:
+                out.write("ok")
+
+
+    class Broken(Task):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            raise RuntimeError("init broke")
+    """
+)
+
+
+@pytest.fixture
+def pipeline(tmp_path, monkeypatch):
+    """An importable module of tasks (unique name per test); outputs land in tmp_path."""
+    name = "retcode_pipeline_" + re.sub(r"\W", "_", tmp_path.name)
+    (tmp_path / f"{name}.py").write_text(PIPELINE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    # Logging is process-wide: keep the client set-up from adding handlers to pytest's process.
+    monkeypatch.setattr(InterfaceLogging, "_configured", True)
+    yield name
+    sys.modules.pop(name, None)
+
+
+def exit_code(*argv: str) -> int | str | None:
+    with pytest.raises(SystemExit) as exit_info:
+        run_with_retcodes(list(argv))
+    return exit_info.value.code
+
+
+def run_task(module: str, *argv: str) -> int | str | None:
+    return exit_code("--module", module, *argv, "--local-scheduler", "--no-lock")
+
+
+def _set(option: str, value: int) -> None:
+    configuration.get_config().set("retcode", option, str(value))
+
+
+def test_defaults_are_four_for_unhandled_exceptions_and_zero_otherwise():
+    codes = retcode()
+    assert codes.unhandled_exception == 4
+    assert [codes.missing_data, codes.task_failed, codes.already_running] == [0, 0, 0]
+    assert [codes.scheduling_error, codes.not_run] == [0, 0]
+
+
+def test_successful_run_exits_zero(pipeline, tmp_path):
+    _set("task_failed", 20)
+    assert run_task(pipeline, "Ok") == 0
+    assert (tmp_path / "ok.txt").read_text() == "ok"
+
+
+def test_already_complete_root_exits_zero(pipeline, tmp_path):
+    (tmp_path / "ok.txt").write_text("done before")
+    _set("not_run", 40)
+    assert run_task(pipeline, "Ok") == 0
+
+
+def test_failed_task_exits_zero_by_default(pipeline):
+    assert run_task(pipeline, "Fails") == 0
+
+
+def test_failed_task_exits_with_configured_code(pipeline):
+    _set("task_failed", 20)
+    assert run_task(pipeline, "Fails") == 20
+
+
+def test_retcode_flag_overrides_the_config(pipeline):
+    _set("task_failed", 20)
+    assert run_task(pipeline, "Fails", "--retcode-task-failed", "30") == 30
+
+
+def test_missing_external_data_exits_with_missing_data(pipeline):
+    _set("missing_data", 10)
+    assert run_task(pipeline, "NeedsData") == 10
+
+
+def test_scheduling_error_exits_with_scheduling_error(pipeline):
+    _set("scheduling_error", 35)
+    assert run_task(pipeline, "BadComplete") == 35
+
+
+def test_highest_applicable_code_wins(pipeline):
+    _set("missing_data", 10)
+    _set("task_failed", 20)
+    assert run_task(pipeline, "FailsAndNeedsData") == 20
+    _set("missing_data", 25)
+    assert run_task(pipeline, "FailsAndNeedsData") == 25
+
+
+def test_root_task_not_done_falls_back_to_not_run(pipeline):
+    _set("not_run", 40)  # the failure itself maps to 0, but the root task did not complete
+    assert run_task(pipeline, "Fails") == 40
+
+
+def test_unexpected_exception_exits_with_unhandled_exception_and_is_logged(pipeline, caplog):
+    with caplog.at_level(logging.DEBUG, logger="luigi-interface"):
+        assert run_task(pipeline, "Broken") == 4
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert [r.getMessage() for r in errors] == ["Uncaught exception in luigi: RuntimeError: init broke"]
+    debug = [r for r in caplog.records if r.levelno == logging.DEBUG and r.exc_info]
+    assert debug and "init broke" in str(debug[0].exc_info[1])
+
+
+def test_unhandled_exception_code_is_configurable(pipeline):
+    _set("unhandled_exception", 7)
+    assert run_task(pipeline, "Broken") == 7
+
+
+def _one_error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_unknown_task_family_is_one_line_with_a_suggestion(pipeline, capsys):
+    assert run_task(pipeline, "Numberd") == 4
+    line = _one_error_line(capsys)
+    assert line.startswith("luigi: error: No task Numberd.")
+    assert "Did you mean: Numbered" in line
+
+
+def test_bad_parameter_value_is_one_line_naming_flag_and_value(pipeline, capsys):
+    assert run_task(pipeline, "Numbered", "--n", "abc") == 4
+    line = _one_error_line(capsys)
+    assert line.startswith("luigi: error: ")
+    assert "--n" in line and "'abc'" in line
+
+
+def test_missing_parameter_is_one_line_naming_it(pipeline, capsys):
+    assert run_task(pipeline, "Numbered") == 4
+    line = _one_error_line(capsys)
+    assert line.startswith("luigi: error: ")
+    assert "'n'" in line and "Numbered" in line
+
+
+def test_no_task_specified_exits_with_that_message(pipeline):
+    assert exit_code("--module", pipeline, "--local-scheduler") == "No task specified"
+
+
+def test_misspelt_module_is_one_line(pipeline, capsys):
+    assert exit_code("--module", pipeline + "_typo", "Ok", "--local-scheduler") == 4
+    assert _one_error_line(capsys) == f"luigi: error: No module named '{pipeline}_typo'"
+
+
+def test_module_that_fails_to_import_is_logged_as_unhandled(pipeline, tmp_path, caplog):
+    (tmp_path / f"{pipeline}_broken.py").write_text("import a_module_nobody_wrote\n")
+    with caplog.at_level(logging.DEBUG, logger="luigi-interface"):
+        assert exit_code("--module", f"{pipeline}_broken", "Ok", "--local-scheduler") == 4
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert errors == [
+        "Uncaught exception in luigi: ModuleNotFoundError: No module named 'a_module_nobody_wrote'"
+    ]
+
+
+def test_malformed_config_file_is_one_line_naming_it(pipeline, tmp_path, capsys):
+    broken = tmp_path / "broken.cfg"
+    broken.write_text("[core\nx = 1\n")
+    configuration.add_config_path(str(broken))
+    assert run_task(pipeline, "Ok") == 4
+    line = _one_error_line(capsys)
+    assert line.startswith("luigi: error: ") and "broken.cfg" in line and "line 1" in line
