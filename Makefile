@@ -24,7 +24,7 @@ test: lint
 	$(BIN)/pytest -n auto -q
 
 demo: $(STAMP)
-	$(BIN)/python examples/demo.py
+	$(BIN)/python -m examples.demo
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

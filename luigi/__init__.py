@@ -1,11 +1,14 @@
 """Public face of the package: re-exports only, so ``import luigi`` gives what Luigi users expect."""
 
-from luigi import configuration, event, local_target, parameter, target, task, task_register
+from luigi import configuration, event, interface, local_target, parameter, rpc, target, task, task_register
 from luigi.__version__ import VERSION as __version__
 from luigi.event import Event
+from luigi.execution_summary import LuigiStatusCode
+from luigi.interface import build, run
 from luigi.local_target import LocalTarget
 from luigi.parameter import *  # noqa: F403 - every parameter type is part of the top-level API
 from luigi.parameter import __all__ as _parameter_names
+from luigi.rpc import RemoteScheduler, RPCError
 from luigi.target import Target
 from luigi.task import (
     Config,
@@ -23,16 +26,23 @@ __all__ = [
     "Event",
     "ExternalTask",
     "LocalTarget",
+    "LuigiStatusCode",
+    "RPCError",
+    "RemoteScheduler",
     "Target",
     "Task",
     "WrapperTask",
     "__version__",
     "auto_namespace",
     "configuration",
+    "build",
     "event",
+    "interface",
     "local_target",
     "namespace",
     "parameter",
+    "rpc",
+    "run",
     "target",
     "task",
     "task_register",

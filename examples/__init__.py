@@ -1,0 +1,1 @@
+"""Example pipelines, runnable with ``luigi --module examples.<name> <Task> --local-scheduler``."""
