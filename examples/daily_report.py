@@ -3,7 +3,10 @@
     # make the (external) input for a few days, then backfill every missing report:
     python -m examples.daily_report make-logs 2024-01-01 2024-01-07
     luigi --module examples.daily_report RangeDaily --of DailyReport \\
-        --start 2024-01-01 --stop 2024-01-08 --local-scheduler
+        --start 2024-01-01 --stop 2024-01-08 --days-back 5000 --local-scheduler
+
+As in Luigi, ``RangeDaily`` only looks ``--days-back`` days (default 100) behind today, so a backfill of
+old dates says how far back to reach; a daily cron line over recent days needs no such flag.
 """
 
 from __future__ import annotations
