@@ -50,13 +50,18 @@ def run_in_subprocess(shape: str, n: int, workers: int) -> dict[str, float]:
         env = dict(os.environ, BENCH_DIR=folder)
         out = subprocess.run(
             [sys.executable, "-m", "bench.engine_bench", "--one", shape, str(n), str(workers)],
-            env=env, check=True, capture_output=True, text=True,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
         )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=SHAPES)
     parser.add_argument("--sizes", nargs="+", type=int, default=[1_000, 10_000, 100_000])
     parser.add_argument("--workers", nargs="+", type=int, default=[1, 2])
@@ -71,8 +76,11 @@ def main() -> None:
         for n in args.sizes:
             for workers in args.workers:
                 r = run_in_subprocess(shape, n, workers)
-                print(f"{shape:<14}{n:>8}{workers:>8}{r['tasks_per_s']:>10.0f}{r['wall_s']:>9.2f}"
-                      f"{r['peak_mib']:>10.0f}  {r['ok']}", flush=True)
+                print(
+                    f"{shape:<14}{n:>8}{workers:>8}{r['tasks_per_s']:>10.0f}{r['wall_s']:>9.2f}"
+                    f"{r['peak_mib']:>10.0f}  {r['ok']}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

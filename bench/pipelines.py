@@ -64,8 +64,10 @@ class Cell(luigi.Task):
         if self.layer == 0:
             return []
         prev = self.layer - 1
-        return [Cell(layer=prev, k=self.k, width=self.width),
-                Cell(layer=prev, k=(self.k + 1) % self.width, width=self.width)]
+        return [
+            Cell(layer=prev, k=self.k, width=self.width),
+            Cell(layer=prev, k=(self.k + 1) % self.width, width=self.width),
+        ]
 
     def output(self) -> luigi.LocalTarget:
         return _target(f"cell-{self.layer}-{self.k}-{self.width}")

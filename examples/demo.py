@@ -15,9 +15,24 @@ from examples._paths import output_dir, output_path
 
 def main() -> int:
     """Runs the pipeline, shows the top of the report, and returns the command's exit code."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
-    command = [sys.executable, "-m", "luigi", "--module", "examples.wordcount", "WordCountReport",
-               "--files", "6", "--local-scheduler", "--workers", "2", "--log-level", "INFO"]
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "luigi",
+        "--module",
+        "examples.wordcount",
+        "WordCountReport",
+        "--files",
+        "6",
+        "--local-scheduler",
+        "--workers",
+        "2",
+        "--log-level",
+        "INFO",
+    ]
     print("$", " ".join(["luigi", *command[3:]]), flush=True)
     code = subprocess.call(command, env=env)
     report = output_path("wordcount", "report-6.tsv")

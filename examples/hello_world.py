@@ -1,6 +1,6 @@
 """The smallest pipeline: one task that writes a greeting.
 
-    luigi --module examples.hello_world HelloWorld --name you --local-scheduler
+luigi --module examples.hello_world HelloWorld --name you --local-scheduler
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Word count over generated text files: fan-out generation, per-file counts, one merged report.
 
-    luigi --module examples.wordcount WordCountReport --files 5 --local-scheduler --workers 2
+luigi --module examples.wordcount WordCountReport --files 5 --local-scheduler --workers 2
 """
 
 from __future__ import annotations

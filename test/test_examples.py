@@ -18,14 +18,19 @@ def luigi_command(args: list[str], out_dir: Path) -> subprocess.CompletedProcess
     env.pop("LUIGI_CONFIG_PATH", None)
     return subprocess.run(
         [sys.executable, "-m", "luigi", *args, "--local-scheduler", "--no-lock"],
-        cwd=out_dir, env=env, capture_output=True, text=True, timeout=120,
+        cwd=out_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
 @pytest.mark.slow
 def test_word_count_merges_every_file_into_one_report(tmp_path):
-    done = luigi_command(["--module", "examples.wordcount", "WordCountReport", "--files", "3", "--workers", "2"],
-                         tmp_path)
+    done = luigi_command(
+        ["--module", "examples.wordcount", "WordCountReport", "--files", "3", "--workers", "2"], tmp_path
+    )
     assert done.returncode == 0, done.stderr
     assert "This progress looks :)" in done.stderr
     report = (tmp_path / "wordcount" / "report-3.tsv").read_text().splitlines()
@@ -36,10 +41,28 @@ def test_word_count_merges_every_file_into_one_report(tmp_path):
 @pytest.mark.slow
 def test_daily_report_backfill_builds_exactly_the_days_with_logs(tmp_path):
     env = dict(os.environ, LUIGI_EXAMPLES_DIR=str(tmp_path), PYTHONPATH=str(REPO))
-    subprocess.run([sys.executable, "-m", "examples.daily_report", "make-logs", "2024-01-01", "2024-01-03"],
-                   cwd=tmp_path, env=env, check=True)
-    done = luigi_command(["--module", "examples.daily_report", "RangeDaily", "--of", "DailyReport",
-                          "--start", "2024-01-01", "--stop", "2024-01-04", "--days-back", "5000"], tmp_path)
+    subprocess.run(
+        [sys.executable, "-m", "examples.daily_report", "make-logs", "2024-01-01", "2024-01-03"],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+    )
+    done = luigi_command(
+        [
+            "--module",
+            "examples.daily_report",
+            "RangeDaily",
+            "--of",
+            "DailyReport",
+            "--start",
+            "2024-01-01",
+            "--stop",
+            "2024-01-04",
+            "--days-back",
+            "5000",
+        ],
+        tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     reports = sorted(p.name for p in (tmp_path / "daily" / "reports").iterdir())
     assert reports == ["2024-01-01.json", "2024-01-02.json", "2024-01-03.json"]
@@ -49,16 +72,27 @@ def test_daily_report_backfill_builds_exactly_the_days_with_logs(tmp_path):
 
 @pytest.mark.slow
 def test_daily_report_for_a_day_without_its_log_reports_missing_external_data(tmp_path):
-    done = luigi_command(["--module", "examples.daily_report", "DailyReport", "--date", "2024-02-01",
-                          "--retcode-missing-data", "20"], tmp_path)
+    done = luigi_command(
+        [
+            "--module",
+            "examples.daily_report",
+            "DailyReport",
+            "--date",
+            "2024-02-01",
+            "--retcode-missing-data",
+            "20",
+        ],
+        tmp_path,
+    )
     assert done.returncode == 20, done.stderr
     assert "were missing external dependencies" in done.stderr
 
 
 @pytest.mark.slow
 def test_fan_out_fan_in_publishes_the_sum_of_every_shard(tmp_path):
-    done = luigi_command(["--module", "examples.fan_out_fan_in", "Publish", "--shards", "4", "--workers", "3"],
-                         tmp_path)
+    done = luigi_command(
+        ["--module", "examples.fan_out_fan_in", "Publish", "--shards", "4", "--workers", "3"], tmp_path
+    )
     assert done.returncode == 0, done.stderr
     expected = sum(shard * 10 + i for shard in range(4) for i in range(10))
     assert (tmp_path / "fan" / "published-4.txt").read_text() == f"total {expected}\n"
