@@ -38,11 +38,14 @@ READ_ONLY = {
 }
 
 
+STATE_LIFECYCLE = {"load", "dump", "flush", "close"}  # called by luigid around requests, never over RPC
+
+
 def scheduler_methods() -> set[str]:
     return {
         name
         for name, member in inspect.getmembers(Scheduler)
-        if not name.startswith("_") and inspect.isfunction(member)
+        if not name.startswith("_") and inspect.isfunction(member) and name not in STATE_LIFECYCLE
     }
 
 

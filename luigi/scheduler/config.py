@@ -23,6 +23,7 @@ _OPTION_KINDS: dict[str, str] = {
     "remove_delay": "float",
     "worker_disconnect_delay": "float",
     "state_path": "str",
+    "state_url": "str?",
     "batch_emails": "bool",
     "disable_window": "int",
     "retry_count": "int",
@@ -55,6 +56,7 @@ class SchedulerConfig:
     remove_delay: float = 600.0
     worker_disconnect_delay: float = 60.0
     state_path: str = "/var/lib/luigi-server/state.pickle"
+    state_url: str | None = None  # a SQLAlchemy URL for the state; overrides state_path (ours, not Luigi's)
     batch_emails: bool = False
     disable_window: int = 3600
     retry_count: int = 999999999

@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 
 from luigi.scheduler import policy, queries
+from luigi.scheduler.changes import ChangeSet
 from luigi.scheduler.clock import Clock, system_time
 from luigi.scheduler.config import SchedulerConfig
 from luigi.scheduler.grant import Selection, choose_work
@@ -20,6 +21,7 @@ from luigi.scheduler.prune import prune as prune_state
 from luigi.scheduler.records import TaskRecord
 from luigi.scheduler.serialize import serialize_task, traverse_graph
 from luigi.scheduler.state import SchedulerState, rank_key
+from luigi.scheduler.store.base import NullStore, StateStore
 from luigi.scheduler.transitions import Notifier, StatusRules, reset_orphaned_batch_members
 from luigi.task_history import TaskHistory
 from luigi.task_status import (
@@ -42,6 +44,7 @@ class Scheduler:
         task_history: where transitions are recorded (default: per ``record_task_history``).
         notifier: ``notifier(subject, message, owners)`` when a task is disabled for failing too often.
         batch_notifier: collects failures for batched e-mails when ``batch_emails`` is on.
+        store: where the state survives restarts (``luigid``: a ``SqlStore``); default: nowhere.
         overrides: option values that win over the config (e.g. ``prune_on_get_work=True``).
     """
 
@@ -53,6 +56,7 @@ class Scheduler:
         *,
         notifier: Notifier | None = None,
         batch_notifier: FailureBatcher | None = None,
+        store: StateStore | None = None,
         **overrides: Any,
     ) -> None:
         task_history = overrides.pop("task_history_impl", None) or task_history  # Luigi's keyword
@@ -68,11 +72,59 @@ class Scheduler:
         self._task_history = task_history if task_history is not None else default_history(config)
         self._batch_notifier = batch_notifier
         self._intake = ReportIntake(self._state, self._rules, self._task_history, batch_notifier)
+        self._store: StateStore = store if store is not None else NullStore()
+        if self._store.tracks_changes:
+            self._state.changes = ChangeSet()
 
     @property
     def config(self) -> SchedulerConfig:
         """The settings this scheduler runs with."""
         return self._config
+
+    # -- durable state (not RPC methods) ----------------------------------------------------------------
+
+    def load(self) -> None:
+        """Replace the state with the stored one (``luigid`` start-up); a no-op without a durable store.
+
+        Every loaded worker counts as just seen, so a worker that keeps pinging within
+        ``worker_disconnect_delay`` keeps its RUNNING tasks; one that never returns loses them.
+        """
+        state = self._state
+        if not self._store.tracks_changes:
+            return
+        state.changes = None  # what loading sets is already stored
+        try:
+            self._store.load(state)
+            now = self._clock()
+            for worker in state.workers.values():
+                worker.last_active = now
+            stale = _tasks_naming_unknown_workers(state)
+            state.rebuild_indexes()
+        finally:
+            state.changes = ChangeSet()
+        state.changes.tasks.update(dict.fromkeys(stale))  # rebuilding dropped unknown workers from these
+
+    def flush(self) -> None:
+        """Commit every change since the last flush in one transaction (a no-op when nothing changed).
+
+        The server calls this after each request, before answering, so an acknowledged change is durable.
+        On failure the changes stay marked and the next flush writes them.
+        """
+        changes = self._state.changes
+        if changes is not None and changes:
+            self._store.record_changes(self._state, changes)
+            changes.clear()
+
+    def dump(self) -> None:
+        """Luigi's name for saving the state at exit: the same as ``flush``."""
+        self.flush()
+
+    def close(self) -> None:
+        """Flush, then release the store (at ``luigid`` exit)."""
+        try:
+            self.flush()
+        finally:
+            self._store.close()
 
     # -- tasks reported by workers ---------------------------------------------------------------------
 
@@ -131,6 +183,7 @@ class Scheduler:
     ) -> None:
         """Let ``worker`` run tasks of ``task_family`` in batches over the ``batched_args`` parameters."""
         self._state.batchers.setdefault(worker, {})[task_family] = (list(batched_args), max_batch_size)
+        self._state.mark_batcher_dirty(worker)
 
     # -- handing out work --------------------------------------------------------------------------------
 
@@ -222,6 +275,7 @@ class Scheduler:
     def add_worker(self, worker: str, info: Any) -> None:
         """Merge facts about a worker (a dict or a list of pairs: host, username, pid, workers, ...)."""
         self._state.worker(worker).info.update(_info_dict(worker, info))
+        self._state.mark_worker_dirty(worker)
 
     def disable_worker(self, worker: str) -> None:
         """Give the worker no more tasks; its next ``get_work`` answers ``worker_state='disabled'``."""
@@ -230,10 +284,14 @@ class Scheduler:
     def set_worker_processes(self, worker: str, n: int) -> None:
         """Ask the worker (through its next ``ping``) to run ``n`` processes."""
         self._state.worker(worker).add_rpc_message("set_worker_processes", n=n)
+        self._state.mark_worker_dirty(worker)
 
     def ping(self, worker: str) -> dict[str, Any]:
         """Keep the worker alive and hand it its queued messages."""
-        return {"rpc_messages": self._state.touch_worker(worker).fetch_rpc_messages()}
+        messages = self._state.touch_worker(worker).fetch_rpc_messages()
+        if messages:
+            self._state.mark_worker_dirty(worker)
+        return {"rpc_messages": messages}
 
     def worker_list(self, include_running: bool = True) -> list[dict[str, Any]]:
         """Active workers, newest first, with their info, running tasks and pending counts."""
@@ -276,6 +334,7 @@ class Scheduler:
         if task is not None:
             for target in self._with_batch_members(task):
                 target.status_message = status_message
+                self._state.mark_dirty(target.id)
 
     def get_task_status_message(self, task_id: str) -> dict[str, Any]:
         """``{taskId, statusMessage}`` (empty for an unknown task)."""
@@ -288,6 +347,7 @@ class Scheduler:
         if task is not None:
             for target in self._with_batch_members(task):
                 target.progress_percentage = progress_percentage
+                self._state.mark_dirty(target.id)
 
     def get_task_progress_percentage(self, task_id: str) -> dict[str, Any]:
         """``{taskId, progressPercentage}`` (None for an unknown task)."""
@@ -310,6 +370,7 @@ class Scheduler:
             for name, amount in decrease.items():
                 if amount > 0 and name in held:
                     held[name] = max(0, held[name] - amount)
+            self._state.mark_dirty(target.id)
         return None
 
     def get_running_task_resources(self, task_id: str) -> dict[str, Any]:
@@ -334,6 +395,7 @@ class Scheduler:
         self._state.worker(worker).add_rpc_message(
             "dispatch_scheduler_message", task_id=task, message_id=message_id, content=content
         )
+        self._state.mark_worker_dirty(worker)
         return {"message_id": message_id}
 
     def add_scheduler_message_response(self, task_id: str, message_id: str, response: Any) -> None:
@@ -341,12 +403,15 @@ class Scheduler:
         task = self._state.tasks.get(task_id)
         if task is not None:
             task.scheduler_message_responses[message_id] = response
+            self._state.mark_dirty(task_id)
 
     def get_scheduler_message_response(self, task_id: str, message_id: str) -> dict[str, Any]:
         """The response to a message, handed out once."""
         task = self._state.tasks.get(task_id)
-        response = task.scheduler_message_responses.pop(message_id, None) if task is not None else None
-        return {"response": response}
+        if task is None or message_id not in task.scheduler_message_responses:
+            return {"response": None}
+        self._state.mark_dirty(task_id)
+        return {"response": task.scheduler_message_responses.pop(message_id)}
 
     # -- views ---------------------------------------------------------------------------------------------
 
@@ -406,13 +471,17 @@ class Scheduler:
 
     def update_resources(self, **resources: Any) -> None:
         """Merge capacities into the resource table."""
-        self._state.resources.update(policy.check_resource_amounts("update_resources", resources))
+        checked = policy.check_resource_amounts("update_resources", resources)
+        self._state.resources.update(checked)
+        for name in checked:
+            self._state.mark_resource_dirty(name)
 
     def update_resource(self, resource: str, amount: Any) -> bool:
         """Set one capacity; False (and no change) unless ``amount`` is a non-negative int."""
         if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
             return False
         self._state.resources[resource] = amount
+        self._state.mark_resource_dirty(resource)
         return True
 
     def has_task_history(self) -> bool:
@@ -429,12 +498,14 @@ class Scheduler:
 
     def pause(self) -> None:
         """Stop handing out work (when ``pause_enabled``)."""
-        if self._config.pause_enabled:
+        if self._config.pause_enabled and not self._state.paused:
             self._state.paused = True
+            self._state.mark_paused_dirty()
 
     def unpause(self) -> None:
         """Hand out work again."""
-        self._state.paused = False
+        if self._state.paused:
+            self._state.paused = False
 
     def prune(self) -> None:
         """Apply what is due: worker disconnects, failed runs, retries, re-enables and removals (f.5)."""
@@ -460,6 +531,16 @@ class Scheduler:
 
     def report_task_statistics(self, task_id: str, statistics: Any) -> None:
         """Metrics hook (no collector yet)."""
+
+
+def _tasks_naming_unknown_workers(state: SchedulerState) -> list[str]:
+    """Loaded tasks listing workers that were not loaded (``rebuild_indexes`` drops those ids)."""
+    known = state.workers
+    return [
+        task.id
+        for task in state.tasks.values()
+        if any(w not in known for w in task.workers) or any(w not in known for w in task.stakeholders)
+    ]
 
 
 def _info_dict(worker: str, info: Any) -> dict[str, Any]:

@@ -75,6 +75,7 @@ class ReportIntake:
             self.state.add_task_worker(task, report.worker)
             self.state.mark_runnable(task)
         self.state.dirty.add(task.id)
+        self.state.mark_dirty(task.id)
 
     def _task_for(self, report: TaskReport, reporter: WorkerRecord) -> TaskRecord | None:
         """The task to update, created if new; None when the report must be ignored."""
@@ -131,6 +132,7 @@ class ReportIntake:
         if report.tracking_url is not None or task.status != RUNNING:
             for target in [task, *members]:
                 target.tracking_url = report.tracking_url
+                self.state.mark_dirty(target.id)
         if report.batchable is not None:
             task.batchable = bool(report.batchable)
         if task.remove is not None:
@@ -138,6 +140,7 @@ class ReportIntake:
         if report.expl is not None:
             for target in [task, *members]:
                 target.expl = report.expl
+                self.state.mark_dirty(target.id)
         if report.owners:
             task.owners = _owner_list(report.owners)
 

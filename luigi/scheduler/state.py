@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from luigi.scheduler.changes import ChangeSet
 from luigi.scheduler.clock import Clock
 from luigi.scheduler.config import RetryPolicy, SchedulerConfig
 from luigi.scheduler.deadlines import REENABLE, REMOVE, RETRY, Deadlines
@@ -41,6 +42,7 @@ class SchedulerState:
         self.deadlines = Deadlines()
         self.dirty: set[str] = set()  # tasks to re-check for lost stakeholders or a lost runner
         self.disabled_version = 0  # bumps when the set of tasks with a DISABLED upstream may change
+        self.changes: ChangeSet | None = None  # records to persist at the next flush; None: no store
 
     # -- lookups ---------------------------------------------------------------------------------------
 
@@ -102,6 +104,7 @@ class SchedulerState:
             self._dependents_changed(task_id, -1)
         self.set_deps(task, deps or ())
         self.dirty.add(task_id)
+        self.mark_dirty(task_id)
         return task
 
     def remove_task(self, task: TaskRecord) -> None:
@@ -118,6 +121,7 @@ class SchedulerState:
         self._discard_from(self.by_family, task.family, task.id)
         del self.by_status[task.status][task.id]
         del self.tasks[task.id]
+        self.mark_dirty(task.id)
         if task.status == DONE:
             self._dependents_changed(task.id, +1)
         self.disabled_version += 1  # it may have been on a path to a DISABLED task
@@ -138,6 +142,7 @@ class SchedulerState:
         if DONE in (old_status, new_status):
             self._dependents_changed(task.id, -1 if new_status == DONE else +1)
         self.dirty.add(task.id)
+        self.mark_dirty(task.id)
         self.refresh_ready(task)
 
     def set_deps(self, task: TaskRecord, deps: Iterable[str]) -> None:
@@ -147,14 +152,19 @@ class SchedulerState:
             self._unlink_deps(task, task.deps - new)
             self._link_deps(task, new - task.deps)
             self.refresh_ready(task)
+            self.mark_dirty(task.id)
 
     def add_deps(self, task: TaskRecord, deps: Iterable[str]) -> None:
         """Extend the dependencies (dynamic dependencies found while running)."""
-        self._link_deps(task, set(deps) - task.deps)
+        added = set(deps) - task.deps
+        if added:
+            self._link_deps(task, added)
+            self.mark_dirty(task.id)
 
     def set_resources(self, task: TaskRecord, resources: dict[str, Any]) -> None:
         """Replace the task's resource needs (it moves to another ready group)."""
         task.resources = dict(resources)
+        self.mark_dirty(task.id)
         key = resource_key(task.resources)
         if key != task.resource_key:
             task.resource_key = key
@@ -165,12 +175,14 @@ class SchedulerState:
         if priority != task.priority:
             task.priority = priority
             self.refresh_ready(task)
+            self.mark_dirty(task.id)
 
     def set_family(self, task: TaskRecord, family: str) -> None:
         """Name the family of a task first known as a stub."""
         self._discard_from(self.by_family, task.family, task.id)
         task.family = family
         task.pretty_cache = None
+        self.mark_dirty(task.id)
         self.by_family.setdefault(family, set()).add(task.id)
 
     def mark_runnable(self, task: TaskRecord) -> None:
@@ -178,6 +190,7 @@ class SchedulerState:
         if not task.runnable:
             task.runnable = True
             self.refresh_ready(task)
+            self.mark_dirty(task.id)
 
     def set_batch_id(self, task: TaskRecord, batch_id: str | None) -> None:
         """Put the task in a batch, or out of it with None."""
@@ -186,6 +199,7 @@ class SchedulerState:
         task.batch_id = batch_id
         if batch_id is not None:
             self.by_batch.setdefault(batch_id, set()).add(task.id)
+        self.mark_dirty(task.id)
 
     def add_task_worker(self, task: TaskRecord, worker_id: str) -> None:
         """List a worker as able to run the task (it lands in that worker's ready queue)."""
@@ -196,6 +210,7 @@ class SchedulerState:
         self._count_pending(task, +1)
         self.workers[worker_id].tasks.add(task.id)
         self.refresh_ready(task)
+        self.mark_dirty(task.id)
 
     def remove_task_worker(self, task: TaskRecord, worker_id: str) -> None:
         """Stop listing a worker as able to run the task."""
@@ -207,15 +222,20 @@ class SchedulerState:
         worker = self.workers.get(worker_id)
         if worker is not None:
             worker.tasks.discard(task.id)
+        self.mark_dirty(task.id)
 
     def add_stakeholder(self, task: TaskRecord, worker_id: str) -> None:
         """The worker wants the task kept (it added the task or a task depending on it)."""
-        task.stakeholders.add(worker_id)
+        if worker_id not in task.stakeholders:
+            task.stakeholders.add(worker_id)
+            self.mark_dirty(task.id)
         self.workers[worker_id].stake.add(task.id)
 
     def remove_stakeholder(self, task: TaskRecord, worker_id: str) -> None:
         """The worker no longer keeps the task alive; without stakeholders it is due for removal."""
-        task.stakeholders.discard(worker_id)
+        if worker_id in task.stakeholders:
+            task.stakeholders.discard(worker_id)
+            self.mark_dirty(task.id)
         worker = self.workers.get(worker_id)
         if worker is not None:
             worker.stake.discard(task.id)
@@ -227,18 +247,21 @@ class SchedulerState:
     def set_retry(self, task: TaskRecord, when: float) -> None:
         """A FAILED task becomes PENDING after ``when`` (unless retry_delay is negative)."""
         task.retry = when
+        self.mark_dirty(task.id)
         if self.config.retry_delay >= 0:
             self.deadlines.remind_task(when, RETRY, task.id, when)
 
     def set_removal(self, task: TaskRecord, when: float | None) -> None:
         """Delete the task at ``when`` (None: keep it)."""
         task.remove = when
+        self.mark_dirty(task.id)
         if when is not None:
             self.deadlines.remind_task(when, REMOVE, task.id, when)
 
     def set_scheduler_disabled(self, task: TaskRecord, when: float | None) -> None:
         """Record a scheduler disable at ``when`` (re-enabled after disable_persist), or clear it."""
         task.scheduler_disable_time = when
+        self.mark_dirty(task.id)
         if when is not None:
             self.deadlines.remind_task(when + self.config.disable_persist, REENABLE, task.id, when)
 
@@ -251,6 +274,7 @@ class SchedulerState:
             now = self.clock()
             worker = self.workers[worker_id] = WorkerRecord(id=worker_id, started=now, last_active=now)
             self.deadlines.remind_worker(now + self.config.worker_disconnect_delay, worker_id, now)
+            self.mark_worker_dirty(worker_id)
         return worker
 
     def touch_worker(
@@ -258,11 +282,14 @@ class SchedulerState:
     ) -> WorkerRecord:
         """Note that the worker is alive (Luigi's ``_update_worker``)."""
         worker = self.worker(worker_id)
-        if reference:
+        if reference and reference != worker.reference:
             worker.reference = reference
+            self.mark_worker_dirty(worker_id)
+        # last_active is not marked: loading gives every worker a fresh one anyway.
         worker.last_active = self.clock()
         if get_work:
             worker.last_get_work = worker.last_active
+            self.mark_worker_dirty(worker_id)
         return worker
 
     def remove_worker(self, worker_id: str) -> None:
@@ -275,6 +302,7 @@ class SchedulerState:
         for task_id in list(worker.stake):
             self.remove_stakeholder(self.tasks[task_id], worker_id)
         del self.workers[worker_id]
+        self.mark_worker_dirty(worker_id)
         self.ready.drop_owner(worker_id)
         # A running task may have lost its runner's stake, or its runner's assistant status.
         self.dirty.update(task.id for task in self.tasks_with_status(*ACTIVE_RUN_STATUSES))
@@ -287,7 +315,35 @@ class SchedulerState:
         for task_id in list(worker.tasks):
             self.remove_task_worker(self.tasks[task_id], worker_id)
         worker.disabled = True
+        self.mark_worker_dirty(worker_id)
         self.ready.drop_owner(worker_id)
+
+    # -- change tracking (for a durable store) ------------------------------------------------------
+
+    def mark_dirty(self, task_id: str) -> None:
+        """Note that a task's persisted fields changed (or it was removed), for the next flush."""
+        if self.changes is not None:
+            self.changes.tasks[task_id] = None
+
+    def mark_worker_dirty(self, worker_id: str) -> None:
+        """Note that a worker's persisted fields changed (or it was removed)."""
+        if self.changes is not None:
+            self.changes.workers[worker_id] = None
+
+    def mark_resource_dirty(self, name: str) -> None:
+        """Note that a resource capacity was set at run time."""
+        if self.changes is not None:
+            self.changes.resources[name] = None
+
+    def mark_batcher_dirty(self, worker_id: str) -> None:
+        """Note that a worker's batcher registrations changed."""
+        if self.changes is not None:
+            self.changes.batchers[worker_id] = None
+
+    def mark_paused_dirty(self) -> None:
+        """Note that the pause flag changed."""
+        if self.changes is not None:
+            self.changes.paused = True
 
     # -- restoring -----------------------------------------------------------------------------------
 

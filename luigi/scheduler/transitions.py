@@ -28,6 +28,7 @@ class StatusRules:
         """Move ``task`` towards ``new_status``, applying the DISABLED, FAILED and batch rules."""
         if new_status == DISABLED and task.status in ACTIVE_RUN_STATUSES:
             return
+        self.state.mark_dirty(task.id)  # failure times change even when the status stays
         remove_on_failure = task.batch_id is not None and not task.batchable
         if task.status == DISABLED:
             if new_status == DONE:

@@ -1,0 +1,123 @@
+"""The tables of the scheduler's state database, its version number and the numbered migrations.
+
+The ``meta`` table holds ``schema_version``. Opening a database runs every migration above its version
+(a new database starts at 0); a database written by a newer version is refused, never altered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Connection,
+    Double,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    inspect,
+    select,
+)
+from sqlalchemy.types import TypeEngine
+
+from luigi.scheduler.store.base import CorruptStateError, StateVersionError
+from luigi.scheduler.store.codec import TASK_FIELDS, WORKER_FIELDS
+
+VERSION_KEY = "schema_version"
+PAUSED_KEY = "paused"
+
+
+def _column(name: str, kind: str) -> Column:
+    base = kind.rstrip("?")
+    column_type: type[TypeEngine] = {"key": String, "text": String, "status": String, "time": Double}.get(
+        base, Text
+    )
+    if base == "bool":
+        column_type = Boolean
+    return Column(name, column_type, primary_key=base == "key", nullable=kind.endswith("?"))
+
+
+metadata = MetaData()
+meta = Table(
+    "meta",
+    metadata,
+    Column("key", String, primary_key=True),
+    Column("value", Text, nullable=False),
+)
+# ``seq`` keeps each record's place in the scheduler's dicts (their insertion order) across restarts.
+tasks = Table(
+    "tasks",
+    metadata,
+    *(_column(name, kind) for name, kind in TASK_FIELDS),
+    Column("seq", Integer, nullable=False),
+)
+workers = Table(
+    "workers",
+    metadata,
+    *(_column(name, kind) for name, kind in WORKER_FIELDS),
+    Column("seq", Integer, nullable=False),
+)
+resources = Table(
+    "resources",
+    metadata,
+    Column("name", String, primary_key=True),
+    Column("seq", Integer, nullable=False),
+    Column("amount", Text, nullable=False),  # JSON: an int, or a float an older client sent
+)
+batchers = Table(
+    "batchers",
+    metadata,
+    Column("worker", String, primary_key=True),
+    Column("family", String, primary_key=True),
+    Column("batched_args", Text, nullable=False),  # JSON list of parameter names
+    Column("max_batch_size", Text, nullable=False),  # JSON number; infinity tagged by the codec
+)
+
+
+def _create_version_1(conn: Connection) -> None:
+    # Version 1 is also the current layout. When a later version changes a table, copy the version 1
+    # definitions in here first, so that old databases are still created and upgraded step by step.
+    metadata.create_all(conn)
+    conn.execute(meta.insert(), [{"key": PAUSED_KEY, "value": "false"}])
+
+
+# Migration N takes a database at version N-1 to version N, inside the opening transaction.
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _create_version_1}
+SCHEMA_VERSION = max(MIGRATIONS)
+
+
+def stored_version(conn: Connection) -> int:
+    """The schema version of the database (0 when it has no tables at all)."""
+    table_names = set(inspect(conn).get_table_names())
+    if not table_names:
+        return 0
+    if "meta" not in table_names:
+        raise CorruptStateError(f"it has tables {sorted(table_names)} but no 'meta' table (schema version)")
+    raw = conn.execute(select(meta.c.value).where(meta.c.key == VERSION_KEY)).scalar()
+    try:
+        return int(str(raw))
+    except ValueError:
+        raise CorruptStateError(f"its schema version {raw!r} is not a number") from None
+
+
+def upgrade(conn: Connection, where: str) -> int:
+    """Bring the database to SCHEMA_VERSION (in the caller's transaction); returns the version found.
+
+    Raises StateVersionError when the database is newer than this code.
+    """
+    found = stored_version(conn)
+    latest = max(MIGRATIONS)
+    if found > latest:
+        raise StateVersionError(
+            f"The scheduler state in {where} has schema version {found}, but this luigi reads versions up "
+            f"to {latest}. Upgrade luigi, or point [scheduler] state_path/state_url elsewhere."
+        )
+    for version in range(found + 1, latest + 1):
+        MIGRATIONS[version](conn)
+    if found < latest:
+        conn.execute(meta.delete().where(meta.c.key == VERSION_KEY))
+        conn.execute(meta.insert(), [{"key": VERSION_KEY, "value": str(latest)}])
+    return found
