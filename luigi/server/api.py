@@ -1,0 +1,260 @@
+"""The JSON API: ``/api/<method>`` for each registered RPC method, and ``/api/_batch`` for our own client.
+
+Each request's kwargs are the JSON object in the ``data`` form or query field (LUIGI_COMPAT f.1); they
+are checked against ``luigi.rpc_methods`` before the scheduler sees them. Methods that change state
+answer POST only. Bodies are streamed and capped, so an oversized request costs no memory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import tornado.web
+from tornado import httputil
+
+from luigi.rpc_methods import RpcArgumentError, RpcMethod, UnknownRpcMethodError, get_method, invoke
+from luigi.server.handlers import ClientError, JsonErrorsMixin
+from luigi.server.settings import ServerSettings
+
+logger = logging.getLogger("luigi.server")
+
+BATCH_METHOD = "_batch"
+_CALL_KEYS = frozenset({"method", "kwargs"})
+
+
+def decode_data(text: str) -> dict[str, Any]:
+    """The kwargs object in a ``data`` field, or a 400 naming what is wrong with it."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ClientError(400, f"'data' is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ClientError(
+            400,
+            f"'data' must be a JSON object of keyword arguments, got {type(value).__name__}: {text[:80]!r}",
+        )
+    return value
+
+
+def lookup_method(name: str) -> RpcMethod:
+    """The registered method called ``name``, or a 404."""
+    try:
+        return get_method(name)
+    except UnknownRpcMethodError as exc:
+        raise ClientError(404, str(exc)) from None
+
+
+def call_scheduler(scheduler: Any, method: RpcMethod, kwargs: Mapping[str, Any]) -> str:
+    """Run one checked call and return its result encoded as JSON text.
+
+    Bad arguments (the registry's checks, or the scheduler's own ``ValueError``) answer 400; anything
+    else the scheduler raises answers 500 and is logged with its traceback.
+    """
+    try:
+        result = invoke(scheduler, method.name, kwargs)
+    except (RpcArgumentError, ValueError) as exc:
+        raise ClientError(400, str(exc)) from None
+    except Exception as exc:  # a scheduler bug must not take the server down; report it to the caller
+        logger.exception("%s raised inside the scheduler", method.name)
+        raise ClientError(
+            500, f"{method.name} failed inside the scheduler: {type(exc).__name__}: {exc}"
+        ) from None
+    try:
+        return json.dumps(result)
+    except (TypeError, ValueError) as exc:
+        logger.error("%s returned a value that is not JSON: %r", method.name, result)
+        raise ClientError(500, f"{method.name} returned a value that cannot be sent as JSON: {exc}") from None
+
+
+def flush_scheduler(scheduler: Any) -> None:
+    """Make the scheduler's changes durable before answering (its ``flush()``, when it has one).
+
+    A failure answers 500: the change is in memory but not yet stored (the next flush retries it).
+    """
+    flush = getattr(scheduler, "flush", None)
+    if flush is None:
+        return
+    try:
+        flush()
+    except Exception as exc:  # the store names its own problem; the client must not think it is saved
+        logger.exception("Could not save the scheduler state")
+        raise ClientError(500, f"The change was applied but could not be saved: {exc}") from None
+
+
+@tornado.web.stream_request_body
+class _ApiHandler(JsonErrorsMixin):
+    """Collects the request body up to the cap; reading ``data`` then raises ClientError on bad input."""
+
+    def initialize(self, server_settings: ServerSettings, scheduler: Any) -> None:  # type: ignore[override]
+        super().initialize(server_settings)
+        self.scheduler = scheduler
+        self._chunks: list[bytes] = []
+        self._received = 0
+        self._too_large = False
+
+    def prepare(self) -> None:
+        # Errors wait until the body has been read: answering earlier would make tornado close the
+        # connection under a client still sending, which then never sees the answer.
+        limit = self.server_settings.max_body_size
+        declared = self.request.headers.get("Content-Length", "")
+        self._too_large = declared.isdigit() and int(declared) > limit
+        connection: Any = self.request.connection
+        if hasattr(connection, "set_max_body_size"):  # HTTP/1 connections; others keep the server's limit
+            connection.set_max_body_size(self.server_settings.connection_body_limit)
+
+    def data_received(self, chunk: bytes) -> None:
+        self._received += len(chunk)
+        if self._received > self.server_settings.max_body_size:
+            self._too_large = True
+            self._chunks.clear()
+        elif not self._too_large:
+            self._chunks.append(chunk)
+
+    def read_data(self) -> dict[str, Any]:
+        """The JSON object in ``data`` (query or form body; ``{}`` when absent)."""
+        if self._too_large:
+            limit = self.server_settings.max_body_size
+            raise ClientError(
+                413, f"Request body is larger than the limit of {limit} bytes ([scheduler] max_body_size)"
+            )
+        self._parse_body(b"".join(self._chunks))
+        # Read raw rather than with get_argument, which would quietly turn control characters into spaces.
+        values = self.request.arguments.get("data")
+        if not values:
+            return {}
+        try:
+            text = values[-1].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ClientError(400, f"The 'data' field is not valid UTF-8: {exc}") from None
+        return decode_data(text)
+
+    def _parse_body(self, body: bytes) -> None:
+        self.request.body = body
+        try:
+            httputil.parse_body_arguments(
+                self.request.headers.get("Content-Type", ""),
+                body,
+                self.request.body_arguments,
+                self.request.files,
+                self.request.headers,
+            )
+        except httputil.HTTPInputError as exc:
+            raise ClientError(400, f"Cannot read the request body: {exc}") from None
+        for name, values in self.request.body_arguments.items():
+            self.request.arguments.setdefault(name, []).extend(values)
+
+    def answer(self, response_json: str) -> None:
+        """Finish with ``{"response": <response_json>}``."""
+        self.add_cors_headers()
+        self.write_json('{"response": ' + response_json + "}")
+
+
+class RpcHandler(_ApiHandler):
+    """``/api/<method>``: read-only methods answer GET and POST, mutating ones POST only."""
+
+    def get(self, name: str) -> None:
+        self._serve(name, posted=False)
+
+    def post(self, name: str) -> None:
+        self._serve(name, posted=True)
+
+    def _serve(self, name: str, posted: bool) -> None:
+        try:
+            self.check_auth()
+            method = self._method_for(name, posted)
+            kwargs = self.read_data()
+            try:
+                response_json = call_scheduler(self.scheduler, method, kwargs)
+            finally:
+                flush_scheduler(self.scheduler)  # a call that failed half-way may still have changed state
+        except ClientError as error:
+            self.refuse(error)
+            return
+        self.answer(response_json)
+
+    def _method_for(self, name: str, posted: bool) -> RpcMethod:
+        """The registered method (404 when unknown; 405 for a state-changing method sent without POST)."""
+        method = lookup_method(name)
+        if method.mutating and not posted:
+            raise ClientError(
+                405,
+                f"{name} changes scheduler state: send it with POST, not {self.request.method}",
+                {"Allow": "POST, OPTIONS"},
+            )
+        return method
+
+
+class BatchHandler(_ApiHandler):
+    """``POST /api/_batch``: several calls in one request, each checked and run in order."""
+
+    def get(self) -> None:
+        error = ClientError(
+            405,
+            "_batch may run methods that change scheduler state, so it must be sent with POST",
+            {"Allow": "POST, OPTIONS"},
+        )
+        self.refuse(error)
+
+    def post(self) -> None:
+        try:
+            self.check_auth()
+            calls = parse_batch(self.read_data())
+        except ClientError as error:
+            self.refuse(error)
+            return
+        parts = [self._run_one(index, method, kwargs) for index, (method, kwargs) in enumerate(calls)]
+        try:
+            flush_scheduler(self.scheduler)  # once per batch: one transaction for all its calls
+        except ClientError as error:
+            self.refuse(error)
+            return
+        self.answer("[" + ", ".join(parts) + "]")
+
+    def _run_one(self, index: int, name: str, kwargs: dict[str, Any]) -> str:
+        """One call's entry: ``{"response": r}`` or ``{"error": msg, "status": code}``."""
+        try:
+            return '{"response": ' + call_scheduler(self.scheduler, lookup_method(name), kwargs) + "}"
+        except ClientError as error:
+            if error.status < 500:
+                logger.warning(
+                    "_batch call %d (%s) from %s refused (%d): %s",
+                    index,
+                    name,
+                    self.request.remote_ip,
+                    error.status,
+                    error.message,
+                )
+            return json.dumps({"error": error.message, "status": error.status})
+
+
+def parse_batch(data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The (method, kwargs) pairs of a batch, or a 400 naming the first malformed part (nothing runs)."""
+    if set(data) != {"calls"}:
+        extra = sorted(set(data) - {"calls"})
+        problem = f"unexpected keys {extra}" if extra else "missing 'calls'"
+        raise ClientError(400, f"_batch: 'data' must be {{\"calls\": [...]}} ({problem})")
+    calls = data["calls"]
+    if not isinstance(calls, list):
+        raise ClientError(400, f"_batch: 'calls' must be a list, got {type(calls).__name__}")
+    return [_parse_call(index, call) for index, call in enumerate(calls)]
+
+
+def _parse_call(index: int, call: Any) -> tuple[str, dict[str, Any]]:
+    where = f"_batch: call {index}"
+    if not isinstance(call, dict):
+        raise ClientError(
+            400, f'{where} must be an object {{"method": ..., "kwargs": {{...}}}}, got {call!r:.80}'
+        )
+    extra = sorted(set(call) - _CALL_KEYS)
+    if extra:
+        raise ClientError(400, f"{where} has unexpected keys {extra} (expected 'method' and 'kwargs')")
+    method = call.get("method")
+    if not isinstance(method, str):
+        raise ClientError(400, f"{where}: 'method' must be a string, got {method!r:.80}")
+    kwargs = call.get("kwargs", {})
+    if not isinstance(kwargs, dict):
+        raise ClientError(400, f"{where} ({method}): 'kwargs' must be an object, got {type(kwargs).__name__}")
+    return method, kwargs

@@ -1,0 +1,243 @@
+"""Running ``luigid``: listen, prune on a timer, and shut down cleanly on SIGTERM/SIGINT.
+
+``run()`` is the entry point ``luigid`` calls (and tests patch); ``SchedulerServer`` is the same
+thing as an object, for callers that need the bound address or want to serve in a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import threading
+from typing import Any
+
+import tornado.httpserver
+import tornado.ioloop
+import tornado.netutil
+
+from luigi.server.app import app
+from luigi.server.handlers import VISUALISER_PATH
+from luigi.server.settings import ServerSettings
+
+__all__ = ["DEFAULT_ADDRESS", "DEFAULT_PORT", "CannotListenError", "SchedulerServer", "run", "stop"]
+
+logger = logging.getLogger("luigi.server")
+
+DEFAULT_PORT = 8082
+# Only this machine by default: listening on every interface must be asked for (--address 0.0.0.0).
+DEFAULT_ADDRESS = "127.0.0.1"
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+_CLOSE_TIMEOUT = 5.0
+
+_current: SchedulerServer | None = None
+
+
+class CannotListenError(RuntimeError):
+    """The address, port or socket path could not be bound (in use, not permitted, bad address)."""
+
+
+class SchedulerServer:
+    """One scheduler served over HTTP on a TCP port or a Unix socket, until ``stop()``."""
+
+    def __init__(
+        self,
+        scheduler: Any,
+        settings: ServerSettings | None = None,
+        *,
+        port: int = DEFAULT_PORT,
+        address: str | None = DEFAULT_ADDRESS,
+        unix_socket: str | None = None,
+    ) -> None:
+        self.scheduler = scheduler
+        self.settings = settings if settings is not None else ServerSettings.from_config()
+        self.port = port
+        self.address = DEFAULT_ADDRESS if address is None else address
+        self.unix_socket = unix_socket
+        self.sockets: list[socket.socket] = []
+        self.ready = threading.Event()  # set once the server accepts connections
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self._stop_requested = False
+
+    def bind(self) -> None:
+        """Open the listening sockets (before serving, so a busy port fails fast); CannotListenError."""
+        if self.sockets:
+            return
+        try:
+            if self.unix_socket is not None:
+                _refuse_live_socket(self.unix_socket)
+                self.sockets = [tornado.netutil.bind_unix_socket(self.unix_socket)]
+            else:
+                self.sockets = tornado.netutil.bind_sockets(self.port, address=self.address)
+        except (OSError, ValueError) as exc:
+            raise CannotListenError(f"cannot listen on {self.where()}: {exc}") from exc
+
+    def where(self) -> str:
+        """Where the server listens: ``host:port`` (the bound port once bound) or the socket path."""
+        if self.unix_socket is not None:
+            return f"unix socket {self.unix_socket}"
+        return f"{_url_host(self.address or '*')}:{self.bound_port()}"
+
+    def bound_port(self) -> int:
+        """The TCP port actually bound (differs from ``port`` when that was 0)."""
+        if self.sockets and self.unix_socket is None:
+            return int(self.sockets[0].getsockname()[1])
+        return self.port
+
+    def base_url(self) -> str:
+        """``http://host:port`` for TCP (loopback when listening on every interface)."""
+        host = self.address if self.address not in ("", "0.0.0.0", "::") else "localhost"
+        return f"http://{_url_host(host)}:{self.bound_port()}"
+
+    async def serve(self) -> None:
+        """Serve until ``stop()`` or a stop signal, then close connections and listening sockets."""
+        self.bind()
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        if self._stop_requested:
+            self._stopping.set()
+        http = tornado.httpserver.HTTPServer(
+            app(self.scheduler, self.settings), max_body_size=self.settings.connection_body_limit
+        )
+        http.add_sockets(self.sockets)
+        pruning = tornado.ioloop.PeriodicCallback(self._prune, self.settings.prune_interval * 1000.0)
+        pruning.start()
+        handled = self._install_signal_handlers()
+        logger.info("luigid listening on %s; visualiser at %s", self.where(), self._visualiser_url())
+        self.ready.set()
+        try:
+            await self._stopping.wait()
+        finally:
+            pruning.stop()
+            for sig in handled:
+                self._loop.remove_signal_handler(sig)
+            http.stop()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(http.close_all_connections(), _CLOSE_TIMEOUT)
+            self.close_sockets()
+            self.ready.clear()
+            logger.info("luigid stopped listening on %s", self.where())
+
+    def stop(self) -> None:
+        """Ask ``serve()`` to finish; safe from any thread and from signal handlers."""
+        self._stop_requested = True
+        loop, stopping = self._loop, self._stopping
+        if loop is not None and stopping is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed between the check and the call
+                loop.call_soon_threadsafe(stopping.set)
+
+    def _prune(self) -> None:
+        try:
+            self.scheduler.prune()
+            _call_hook(self.scheduler, "flush", reraise=True)
+        except Exception:  # pruning runs again next interval; one failure must not stop the timer
+            logger.exception("Periodic prune failed")
+
+    def _install_signal_handlers(self) -> list[signal.Signals]:
+        """SIGTERM, SIGINT and SIGQUIT stop the server (only possible in the main thread)."""
+        if threading.current_thread() is not threading.main_thread() or self._loop is None:
+            return []
+        for sig in _STOP_SIGNALS:
+            self._loop.add_signal_handler(sig, self._on_signal, sig)
+        return list(_STOP_SIGNALS)
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        logger.info("luigid received %s: shutting down", signal.Signals(sig).name)
+        self.stop()
+
+    def _visualiser_url(self) -> str:
+        if self.unix_socket is not None:
+            return f"{VISUALISER_PATH} (over the socket)"
+        return self.base_url() + VISUALISER_PATH
+
+    def close_sockets(self) -> None:
+        """Close the listening sockets (and remove the Unix socket file); ``serve()`` does this on exit."""
+        for sock in self.sockets:
+            sock.close()
+        self.sockets = []
+        if self.unix_socket is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.unix_socket)
+
+
+def run(
+    api_port: int = DEFAULT_PORT,
+    address: str | None = None,
+    unix_socket: str | None = None,
+    scheduler: Any = None,
+    load: bool = True,
+    settings: ServerSettings | None = None,
+) -> None:
+    """Serve a scheduler until SIGTERM/SIGINT or ``stop()``: ``luigid``'s main loop.
+
+    Binds first (CannotListenError if that fails), then calls ``scheduler.load()`` when ``load`` and the
+    scheduler has one; at exit calls its ``dump()`` and ``close()`` when present.
+    """
+    global _current
+    if scheduler is None:
+        scheduler = durable_scheduler()
+    server = SchedulerServer(scheduler, settings, port=api_port, address=address, unix_socket=unix_socket)
+    server.bind()
+    _current = server
+    try:
+        if load:
+            _call_hook(scheduler, "load", reraise=True)  # a store that cannot be used is fatal: say so now
+        asyncio.run(server.serve())
+    finally:
+        _current = None
+        server.close_sockets()
+        _call_hook(scheduler, "dump")
+        _call_hook(scheduler, "close")
+
+
+def durable_scheduler() -> Any:
+    """The scheduler ``luigid`` serves: server mode, state kept in the store ``[scheduler]`` names."""
+    from luigi.scheduler import Scheduler
+    from luigi.scheduler.store import open_store_from_config
+
+    return Scheduler(store=open_store_from_config())
+
+
+def stop() -> None:
+    """Stop the server ``run()`` is serving (from another thread or a signal handler)."""
+    server = _current
+    if server is not None:
+        server.stop()
+
+
+def _call_hook(scheduler: Any, name: str, reraise: bool = False) -> None:
+    """Call the scheduler's optional lifecycle method ``name`` (load, flush, dump, close).
+
+    Failures are logged, or raised when ``reraise``.
+    """
+    hook = getattr(scheduler, name, None)
+    if not callable(hook):
+        return
+    try:
+        hook()
+    except Exception:  # the durable store reports its own errors; a failed dump must not hide the others
+        if reraise:
+            raise
+        logger.exception("Scheduler %s() failed", name)
+
+
+def _refuse_live_socket(path: str) -> None:
+    """OSError when a server already answers on the Unix socket ``path`` (binding would steal it)."""
+    if not os.path.exists(path):
+        return
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError:
+        return  # a stale socket file: binding replaces it
+    finally:
+        probe.close()
+    raise OSError(f"another server is listening on {path}")
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

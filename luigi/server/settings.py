@@ -1,0 +1,134 @@
+"""What ``luigid`` is told by configuration: the ``[cors]`` section and the server's own options.
+
+The server options live in ``[scheduler]`` beside the scheduler's: ``auth_token`` (or the
+``LUIGI_AUTH_TOKEN`` environment variable, which wins), ``max_body_size`` (bytes a request body may
+hold, default 16 MiB) and ``prune_interval`` (seconds between housekeeping runs, default 60).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from luigi import configuration, parameter
+from luigi.task import Config
+
+__all__ = ["AUTH_TOKEN_ENV", "CorsPolicy", "ServerSettings", "cors"]
+
+AUTH_TOKEN_ENV = "LUIGI_AUTH_TOKEN"
+DEFAULT_MAX_BODY_SIZE = 16 * 1024 * 1024
+DEFAULT_PRUNE_INTERVAL = 60.0
+
+
+class cors(Config):
+    """``[cors]``: which other web origins may call the API from a browser (off by default)."""
+
+    enabled = parameter.BoolParameter(default=False, description="Answer cross-origin requests at all.")
+    allowed_origins = parameter.ListParameter(default=[], description="Origins allowed to call the API.")
+    allow_any_origin = parameter.BoolParameter(default=False, description="Allow every origin ('*').")
+    allow_null_origin = parameter.BoolParameter(default=False, description="Allow the 'null' origin.")
+    max_age = parameter.IntParameter(default=86400, description="Seconds a browser may cache a preflight.")
+    allowed_methods = parameter.Parameter(default="GET, OPTIONS", description="Access-Control-Allow-Methods.")
+    allowed_headers = parameter.Parameter(
+        default="Accept, Content-Type, Origin", description="Access-Control-Allow-Headers."
+    )
+    exposed_headers = parameter.Parameter(default="", description="Access-Control-Expose-Headers.")
+    allow_credentials = parameter.BoolParameter(
+        default=False, description="Send Access-Control-Allow-Credentials: true."
+    )
+
+
+@dataclass(frozen=True)
+class CorsPolicy:
+    """The ``[cors]`` options as plain data, and the headers they give a request from ``origin``."""
+
+    enabled: bool = False
+    allowed_origins: tuple[str, ...] = ()
+    allow_any_origin: bool = False
+    allow_null_origin: bool = False
+    max_age: int = 86400
+    allowed_methods: str = "GET, OPTIONS"
+    allowed_headers: str = "Accept, Content-Type, Origin"
+    exposed_headers: str = ""
+    allow_credentials: bool = False
+
+    @classmethod
+    def from_config(cls) -> CorsPolicy:
+        """Read ``[cors]`` through the ``cors`` Config class."""
+        section = cors()
+        return cls(
+            enabled=section.enabled,
+            allowed_origins=tuple(str(origin) for origin in section.allowed_origins),
+            allow_any_origin=section.allow_any_origin,
+            allow_null_origin=section.allow_null_origin,
+            max_age=section.max_age,
+            allowed_methods=section.allowed_methods,
+            allowed_headers=section.allowed_headers,
+            exposed_headers=section.exposed_headers,
+            allow_credentials=section.allow_credentials,
+        )
+
+    def allowed_origin(self, origin: str | None) -> str | None:
+        """The value of ``Access-Control-Allow-Origin`` for ``origin``, or None when it is not allowed."""
+        if not self.enabled or not origin:
+            return None
+        if self.allow_any_origin:
+            return "*"
+        if origin == "null":
+            return "null" if self.allow_null_origin else None
+        return origin if origin in self.allowed_origins else None
+
+    def headers_for(self, origin: str | None, preflight: bool) -> dict[str, str]:
+        """The CORS response headers for a request from ``origin`` (preflight adds methods, headers, age)."""
+        allowed = self.allowed_origin(origin)
+        if allowed is None:
+            return {}
+        headers = {"Access-Control-Allow-Origin": allowed}
+        if allowed != "*":
+            headers["Vary"] = "Origin"
+        if self.allow_credentials:
+            headers["Access-Control-Allow-Credentials"] = "true"
+        if self.exposed_headers:
+            headers["Access-Control-Expose-Headers"] = self.exposed_headers
+        if preflight:
+            headers["Access-Control-Allow-Methods"] = self.allowed_methods
+            headers["Access-Control-Allow-Headers"] = self.allowed_headers
+            headers["Access-Control-Max-Age"] = str(self.max_age)
+        return headers
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Everything the HTTP layer needs beyond the scheduler; ``from_config()`` reads it from the files."""
+
+    auth_token: str | None = None
+    max_body_size: int = DEFAULT_MAX_BODY_SIZE
+    prune_interval: float = DEFAULT_PRUNE_INTERVAL
+    cors: CorsPolicy = field(default_factory=CorsPolicy)
+
+    def __post_init__(self) -> None:
+        if self.max_body_size < 1:
+            raise ValueError(f"max_body_size must be a positive number of bytes, got {self.max_body_size!r}")
+        if self.prune_interval <= 0:
+            raise ValueError(
+                f"prune_interval must be a positive number of seconds, got {self.prune_interval!r}"
+            )
+        if self.auth_token is not None and not self.auth_token.strip():
+            raise ValueError("auth_token must not be blank (leave it unset to turn authentication off)")
+
+    @classmethod
+    def from_config(cls) -> ServerSettings:
+        """Read ``[scheduler]`` server options, ``LUIGI_AUTH_TOKEN`` and ``[cors]``."""
+        config = configuration.get_config()
+        token = os.environ.get(AUTH_TOKEN_ENV) or config.get("scheduler", "auth_token", None) or None
+        return cls(
+            auth_token=str(token) if token is not None else None,
+            max_body_size=config.getint("scheduler", "max_body_size", DEFAULT_MAX_BODY_SIZE),
+            prune_interval=config.getfloat("scheduler", "prune_interval", DEFAULT_PRUNE_INTERVAL),
+            cors=CorsPolicy.from_config(),
+        )
+
+    @property
+    def connection_body_limit(self) -> int:
+        """Past this size the connection is dropped; smaller bodies over the cap are drained for a 413."""
+        return self.max_body_size * 4

@@ -1,0 +1,219 @@
+// Drawing a laid-out graph as SVG, with pan (drag), zoom (wheel, buttons) and node clicks.
+// Colours come from the .st-<STATUS> classes, so a status change is a class change, not a redraw.
+
+import { el, svg } from '../dom.js';
+import { cssClass, SEVERITY } from '../status.js';
+
+const MIN_SCALE = 0.02;
+const MAX_SCALE = 3;
+const LABELS_BELOW_SCALE = 0.38; // text too small to read is hidden: faster to draw, calmer to look at
+const CLICK_SLOP_PX = 4;
+const READABLE_SCALE = 0.45; // a first view smaller than this starts at READING_SCALE around the root
+const READING_SCALE = 0.85;
+
+export class GraphCanvas {
+  constructor({ onNodeClick }) {
+    this.onNodeClick = onNodeClick;
+    this.view = { x: 0, y: 0, k: 1 };
+    this.nodeElements = new Map();
+    this.edgesByNode = new Map();
+    this.size = { width: 0, height: 0 };
+    this.viewport = svg('g', { class: 'viewport' });
+    this.svg = svg('svg', { class: 'graph-svg', role: 'img', 'aria-label': 'Dependency graph' },
+      svg('defs', {}, svg('marker', {
+        id: 'arrow', viewBox: '0 0 10 10', refX: '9', refY: '5', markerWidth: '7', markerHeight: '7', orient: 'auto-start-reverse',
+      }, svg('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrow-head' }))),
+      this.viewport);
+    this.element = el('div', { class: 'graph-canvas' }, this.svg);
+    this.listen();
+  }
+
+  /** Draw model at layout; keepView keeps the current pan and zoom (a live redraw). */
+  draw(model, layout, { keepView = false } = {}) {
+    this.nodeElements.clear();
+    this.edgesByNode.clear();
+    this.size = { width: layout.width, height: layout.height };
+    const edgeLayer = svg('g', { class: 'edges' });
+    const nodeLayer = svg('g', { class: 'nodes' });
+    model.edges.forEach(([from, to], i) => {
+      const path = svg('path', { class: 'edge', d: pathFor(layout.routes[i] || []), 'marker-end': 'url(#arrow)', dataset: { from, to } });
+      edgeLayer.append(path);
+      for (const end of [from, to]) {
+        if (!this.edgesByNode.has(end)) this.edgesByNode.set(end, []);
+        this.edgesByNode.get(end).push(path);
+      }
+    });
+    this.rootAt = null;
+    for (const node of model.nodes) {
+      const [x, y] = layout.positions[node.id] || [0, 0];
+      if (node.root) this.rootAt = [x, y];
+      const group = nodeElement(node, x, y);
+      this.nodeElements.set(node.id, group);
+      nodeLayer.append(group);
+    }
+    this.viewport.replaceChildren(edgeLayer, nodeLayer);
+    if (this.selected) this.select(this.selected);
+    if (keepView) this.apply();
+    else this.firstView();
+  }
+
+  /** Recolour nodes whose status changed (same shape: no layout needed). */
+  recolour(model) {
+    for (const node of model.nodes) {
+      const group = this.nodeElements.get(node.id);
+      if (!group || group.dataset.status === node.status) continue;
+      group.classList.remove(cssClass(group.dataset.status));
+      group.classList.add(cssClass(node.status));
+      group.dataset.status = node.status;
+      if (node.kind === 'family') group.replaceWith(this.redrawFamily(node, group));
+    }
+  }
+
+  redrawFamily(node, old) {
+    const [x, y] = old.dataset.center.split(',').map(Number);
+    const fresh = nodeElement(node, x, y);
+    this.nodeElements.set(node.id, fresh);
+    return fresh;
+  }
+
+  /** Highlight one node and its edges (null clears). */
+  select(id) {
+    for (const marked of this.viewport.querySelectorAll('.selected, .edge-hl')) marked.classList.remove('selected', 'edge-hl');
+    this.selected = id;
+    const group = id ? this.nodeElements.get(id) : null;
+    if (!group) return;
+    group.classList.add('selected');
+    for (const path of this.edgesByNode.get(id) || []) path.classList.add('edge-hl');
+  }
+
+  clear() {
+    this.viewport.replaceChildren();
+    this.nodeElements.clear();
+    this.edgesByNode.clear();
+  }
+
+  fit() {
+    const box = this.svg.getBoundingClientRect();
+    const { width, height } = this.size;
+    if (!width || !height || !box.width || !box.height) return;
+    const k = clamp(Math.min(box.width / width, box.height / height) * 0.95, MIN_SCALE, 1.4);
+    this.view = { k, x: (box.width - width * k) / 2, y: (box.height - height * k) / 2 };
+    this.apply();
+  }
+
+  /** Fit the graph when it stays readable; otherwise show the root at a readable size. */
+  firstView() {
+    this.fit();
+    if (this.view.k >= READABLE_SCALE || !this.rootAt) return;
+    const box = this.svg.getBoundingClientRect();
+    const [x, y] = this.rootAt;
+    const k = READING_SCALE;
+    const height = this.size.height * k;
+    // Tall graphs: the root in the middle. Short ones: the whole height, centred.
+    const top = height > box.height ? box.height / 2 - y * k : (box.height - height) / 2;
+    this.view = { k, x: box.width / 2 - x * k, y: top };
+    this.apply();
+  }
+
+  zoomBy(factor, cx, cy) {
+    const box = this.svg.getBoundingClientRect();
+    const px = cx ?? box.width / 2;
+    const py = cy ?? box.height / 2;
+    const k = clamp(this.view.k * factor, MIN_SCALE, MAX_SCALE);
+    const ratio = k / this.view.k;
+    this.view = { k, x: px - (px - this.view.x) * ratio, y: py - (py - this.view.y) * ratio };
+    this.apply();
+  }
+
+  apply() {
+    const { x, y, k } = this.view;
+    this.viewport.setAttribute('transform', `translate(${x.toFixed(1)},${y.toFixed(1)}) scale(${k.toFixed(4)})`);
+    this.svg.classList.toggle('zoomed-out', k < LABELS_BELOW_SCALE);
+  }
+
+  listen() {
+    let drag = null;
+    this.svg.addEventListener('wheel', (event) => {
+      event.preventDefault();
+      const box = this.svg.getBoundingClientRect();
+      this.zoomBy(Math.exp(-event.deltaY * 0.0015), event.clientX - box.left, event.clientY - box.top);
+    }, { passive: false });
+    this.svg.addEventListener('pointerdown', (event) => {
+      if (event.button !== 0) return;
+      const node = event.target.closest ? event.target.closest('.node') : null;
+      drag = { x: event.clientX, y: event.clientY, view: { ...this.view }, node, moved: false };
+      this.svg.setPointerCapture(event.pointerId);
+    });
+    this.svg.addEventListener('pointermove', (event) => {
+      if (!drag) return;
+      const dx = event.clientX - drag.x;
+      const dy = event.clientY - drag.y;
+      if (!drag.moved && Math.hypot(dx, dy) < CLICK_SLOP_PX) return;
+      drag.moved = true;
+      this.svg.classList.add('panning');
+      this.view = { ...drag.view, x: drag.view.x + dx, y: drag.view.y + dy };
+      this.apply();
+    });
+    const end = () => {
+      if (drag && !drag.moved && drag.node) this.onNodeClick(drag.node.dataset.id);
+      drag = null;
+      this.svg.classList.remove('panning');
+    };
+    this.svg.addEventListener('pointerup', end);
+    this.svg.addEventListener('pointercancel', () => {
+      drag = null;
+      this.svg.classList.remove('panning');
+    });
+  }
+}
+
+function nodeElement(node, x, y) {
+  const { width: w, height: h } = node;
+  const group = svg('g', {
+    class: ['node', `node-${node.kind}`, cssClass(node.status), node.root && 'root'],
+    transform: `translate(${(x - w / 2).toFixed(1)},${(y - h / 2).toFixed(1)})`,
+    dataset: { id: node.id, status: node.status, center: `${x},${y}` },
+  },
+  svg('title', { text: node.tooltip }),
+  svg('rect', { class: 'node-box', width: String(w), height: String(h), rx: '7', ry: '7' }),
+  svg('rect', { class: 'node-stripe', width: '5', height: String(h), rx: '2' }),
+  svg('text', { class: 'node-title', x: '13', y: '17', text: node.title }),
+  svg('text', { class: 'node-subtitle', x: '13', y: '31', text: node.subtitle }));
+  if (node.kind === 'family') group.append(statusBar(node, w, h));
+  return group;
+}
+
+/** The mix of statuses in a family box, as a thin stacked bar along its bottom. */
+function statusBar(node, w, h) {
+  const bar = svg('g', { class: 'status-bar' });
+  const inner = w - 18;
+  let x = 13;
+  for (const status of SEVERITY) {
+    const n = node.statuses[status] || 0;
+    if (!n) continue;
+    const part = (inner * n) / node.total;
+    bar.append(svg('rect', { class: cssClass(status), x: x.toFixed(1), y: String(h - 11), width: Math.max(1, part).toFixed(1), height: '5' }));
+    x += part;
+  }
+  return bar;
+}
+
+/** A smooth path through dagre's route points. */
+function pathFor(points) {
+  if (points.length < 2) return '';
+  const [x0, y0] = points[0];
+  let d = `M${x0.toFixed(1)},${y0.toFixed(1)}`;
+  for (let i = 1; i < points.length - 1; i += 1) {
+    const [x, y] = points[i];
+    const [nx, ny] = points[i + 1];
+    const mx = (x + nx) / 2;
+    const my = (y + ny) / 2;
+    d += ` Q${x.toFixed(1)},${y.toFixed(1)} ${mx.toFixed(1)},${my.toFixed(1)}`;
+  }
+  const [xn, yn] = points[points.length - 1];
+  return `${d} L${xn.toFixed(1)},${yn.toFixed(1)}`;
+}
+
+function clamp(value, low, high) {
+  return Math.min(high, Math.max(low, value));
+}
