@@ -1,0 +1,152 @@
+"""Turning a client-side RPC call into its JSON payload, and the ``/api/_batch`` envelope.
+
+Arguments are checked against ``luigi.rpc_methods`` when the call is made, so a bad call fails where it
+was written even when the client only sends it later as part of a batch.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from luigi.rpc_methods import RpcArgumentError, RpcMethod
+
+BATCH_URL_SUFFIX = "api/_batch"
+
+# Calls whose answer no caller uses (the scheduler returns nothing for them), so they may be sent later,
+# in order, in one ``/api/_batch`` request. Calls that steer scheduling soon after (get_work, ping,
+# decrease_running_task_resources, scheduler-message responses) or whose answer is read are never held.
+BUFFERABLE_METHODS = frozenset(
+    {
+        "add_task",
+        "add_task_batcher",
+        "add_worker",
+        "set_task_status_message",
+        "set_task_progress_percentage",
+    }
+)
+
+
+@dataclass(frozen=True)
+class EncodedCall:
+    """One call ready to send: the method name and its kwargs as a JSON object text."""
+
+    method: str
+    kwargs_json: str
+
+    def describe(self) -> str:
+        """A short human description for error messages, e.g. ``add_task(task_id='A(x=1)')``."""
+        kwargs = json.loads(self.kwargs_json)
+        key = next((k for k in ("task_id", "worker", "task_family") if k in kwargs), None)
+        return f"{self.method}({key}={kwargs[key]!r})" if key else f"{self.method}()"
+
+
+def encode_call(method: RpcMethod, args: Sequence[Any], kwargs: Mapping[str, Any]) -> EncodedCall:
+    """Check and encode a call; RpcArgumentError (a TypeError) names the method and bad argument."""
+    named = _name_arguments(method, args, kwargs)
+    try:
+        bound = method.bind(named)
+    except RpcArgumentError:
+        # Values JSON would carry fine (a tuple for a list, say): judge them as the server will see them.
+        bound = method.bind(_json_round_trip(method.name, named))
+    return EncodedCall(method.name, _dumps(method.name, bound))
+
+
+def batch_payload(calls: Sequence[EncodedCall]) -> str:
+    """The ``data`` JSON of one ``/api/_batch`` request carrying ``calls`` in order."""
+    items = ",".join(f'{{"method":{json.dumps(c.method)},"kwargs":{c.kwargs_json}}}' for c in calls)
+    return f'{{"calls":[{items}]}}'
+
+
+@dataclass(frozen=True)
+class BatchItemError:
+    """A call of a batch that the server refused or failed on."""
+
+    call: EncodedCall
+    status: int | None
+    message: str
+
+    def __str__(self) -> str:
+        status = f"HTTP {self.status}: " if self.status is not None else ""
+        return f"{self.call.describe()}: {status}{self.message}"
+
+
+def batch_errors(calls: Sequence[EncodedCall], reply: Any) -> list[BatchItemError]:
+    """The failed calls of a ``/api/_batch`` answer; ValueError when the answer is not shaped as one."""
+    if not isinstance(reply, list) or len(reply) != len(calls):
+        count = len(reply) if isinstance(reply, list) else type(reply).__name__
+        raise ValueError(f"expected a list of {len(calls)} results, got {count}")
+    errors = []
+    for call, item in zip(calls, reply, strict=True):
+        if not isinstance(item, dict) or not ("response" in item or "error" in item):
+            raise ValueError(f"expected {{'response': ...}} or {{'error': ...}} per call, got {item!r}")
+        if "error" in item:
+            status = item.get("status")
+            errors.append(
+                BatchItemError(call, status if isinstance(status, int) else None, str(item["error"]))
+            )
+    return errors
+
+
+def signature_of(method: RpcMethod) -> inspect.Signature:
+    """The Python signature of the client method (for ``help()`` and ``inspect``)."""
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    seen_default = False
+    for parameter in method.parameters:
+        seen_default = seen_default or not parameter.required
+        # Python forbids a required parameter after a defaulted one (add_task's ``worker``): show REQUIRED.
+        if parameter.required and not seen_default:
+            default = inspect.Parameter.empty
+        else:
+            default = parameter.default
+        parameters.append(
+            inspect.Parameter(parameter.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
+        )
+    if method.var_keyword is not None:
+        parameters.append(inspect.Parameter(method.var_keyword, inspect.Parameter.VAR_KEYWORD))
+    return inspect.Signature(parameters)
+
+
+def _name_arguments(method: RpcMethod, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Positional arguments mapped to parameter names; unknown names are refused, as Python would."""
+    names = method.parameter_names
+    if len(args) > len(names):
+        raise RpcArgumentError(
+            f"{method.name}() takes {len(names)} positional arguments but {len(args)} were given"
+        )
+    named = dict(zip(names, args, strict=False))
+    for key, value in kwargs.items():
+        if key in named:
+            raise RpcArgumentError(f"{method.name}() got multiple values for argument {key!r}")
+        if key not in names and method.var_keyword is None:
+            expected = ", ".join(names) or "no arguments"
+            raise RpcArgumentError(
+                f"{method.name}() got an unexpected argument {key!r} (it takes: {expected})"
+            )
+        named[key] = value
+    return named
+
+
+def _json_round_trip(method: str, named: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(_dumps(method, named))
+    return result
+
+
+def _dumps(method: str, kwargs: Mapping[str, Any]) -> str:
+    try:
+        return json.dumps(kwargs)
+    except (TypeError, ValueError) as exc:
+        name = next((k for k, v in kwargs.items() if not _is_json_encodable(v)), None)
+        where = f"argument {name!r}" if name is not None else "its arguments"
+        raise RpcArgumentError(f"{method}: {where} cannot be sent as JSON: {exc}") from None
+
+
+def _is_json_encodable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
