@@ -10,6 +10,7 @@ import importlib
 import time
 from typing import Any
 
+from luigi.scheduler.cli_config import scheduler
 from luigi.scheduler.clock import Clock, ManualClock, system_time
 from luigi.scheduler.config import RetryPolicy, SchedulerConfig
 from luigi.scheduler.core import Scheduler
@@ -24,6 +25,7 @@ from luigi.scheduler.upstream import (
 )
 
 __all__ = [
+    "scheduler",
     "UPSTREAM_DISABLED",
     "UPSTREAM_FAILED",
     "UPSTREAM_MISSING_INPUT",

@@ -88,6 +88,7 @@ class SchedulerConfig:
                     values[name] = value
         if "resources" not in overrides:
             values["resources"] = dict(parser.getintdict("resources"))
+        values.update(_command_line_values(overrides))
         values.update(overrides)
         return cls(**values)
 
@@ -166,3 +167,10 @@ def _has_kind(value: Any, kind: str) -> bool:
     if base in ("int", "float"):
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     return isinstance(value, str)
+
+
+def _command_line_values(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``--scheduler-*`` flags of the running ``luigi`` command, for options not overridden in code."""
+    from luigi.scheduler.cli_config import command_line_overrides
+
+    return {name: value for name, value in command_line_overrides().items() if name not in overrides}
