@@ -30,7 +30,7 @@ def _declared_parameters() -> dict[str, Parameter]:
     }
 
 
-scheduler = type(
+scheduler: type[Config] = type(
     "scheduler",
     (Config,),
     {"__module__": __name__, "__doc__": "Flags for every [scheduler] option.", **_declared_parameters()},
