@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
 
-.PHONY: test demo lint venv clean
+.PHONY: test demo lint venv clean browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check luigi test examples bench bin
 	$(BIN)/mypy
 
-test: lint
+# Headless Chromium for the visualiser's browser tests (installed with apt-get where missing and root).
+browser:
+	scripts/ensure-browser.sh
+
+test: lint browser
 	$(BIN)/pytest -n auto -q
 
 demo: $(STAMP)

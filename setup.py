@@ -26,7 +26,10 @@ setup(
             "mypy>=1.10",
             "aiosmtpd>=1.4",
             "jsonschema>=4",
+            "playwright>=1.40",
+            "psycopg[binary]>=3.1",
         ],
+        "postgres": ["psycopg[binary]>=3.1"],
     },
     entry_points={
         "console_scripts": [
