@@ -161,6 +161,9 @@ class RemoteScheduler:
         self._sleep = sleep if sleep is not None else _sleep
         self._rng = rng if rng is not None else random.Random()
         self._state = self._new_process_state()
+        # A worker riding out a scheduler restart sets this: held calls the scheduler never answered are
+        # then kept and resent with the next call instead of being dropped once reported.
+        self.retain_undelivered = False
         _LIVE_CLIENTS.add(self)
 
     if TYPE_CHECKING:  # the RPC methods are generated from luigi.rpc_methods below the class
@@ -299,7 +302,7 @@ class RemoteScheduler:
                 reply = self._fetch(BATCH_URL_SUFFIX, batch_payload(calls))
             except RPCError as exc:
                 if exc.status not in _NO_BATCH_ENDPOINT:
-                    raise _undelivered(exc, calls) from exc
+                    raise _undelivered(exc, calls, keep_in=self._keep_in(state)) from exc
                 self._batching = False
                 logger.info(
                     "Remote scheduler %r has no /api/_batch (HTTP %s); sending calls one at a time",
@@ -309,7 +312,7 @@ class RemoteScheduler:
             else:
                 self._raise_for_batch_errors(calls, reply)
                 return
-        self._send_one_by_one(calls)
+        self._send_one_by_one(calls, state)
 
     def _raise_for_batch_errors(self, calls: list[EncodedCall], reply: Any) -> None:
         try:
@@ -325,7 +328,7 @@ class RemoteScheduler:
                 status=errors[0].status,
             )
 
-    def _send_one_by_one(self, calls: list[EncodedCall]) -> None:
+    def _send_one_by_one(self, calls: list[EncodedCall], state: _ProcessState) -> None:
         """Send held calls singly, in order; every failure is reported, none is skipped silently."""
         failures: list[str] = []
         for index, call in enumerate(calls):
@@ -334,13 +337,16 @@ class RemoteScheduler:
             except RPCError as exc:
                 if exc.status is None:  # no answer at all: the rest would fail the same way
                     earlier = f" (earlier: {_summarise(failures)})" if failures else ""
-                    raise _undelivered(exc, calls[index:], earlier) from exc
+                    raise _undelivered(exc, calls[index:], earlier, keep_in=self._keep_in(state)) from exc
                 failures.append(f"{call.describe()}: {exc.message}")
         if failures:
             raise RPCError(
                 f"{len(failures)} of {len(calls)} held calls to remote scheduler {self._address.url!r} "
                 f"failed: {_summarise(failures)}"
             )
+
+    def _keep_in(self, state: _ProcessState) -> _ProcessState | None:
+        return state if self.retain_undelivered else None
 
     # -- fork safety ----------------------------------------------------------------------------------
 
@@ -465,11 +471,22 @@ def _summarise(messages: list[str], shown: int = 5) -> str:
     return text if len(messages) <= shown else f"{text}; and {len(messages) - shown} more"
 
 
-def _undelivered(error: RPCError, calls: list[EncodedCall], also: str = "") -> RPCError:
-    """``error`` extended with the held calls it kept from being delivered."""
+def _undelivered(
+    error: RPCError, calls: list[EncodedCall], also: str = "", keep_in: _ProcessState | None = None
+) -> RPCError:
+    """``error`` extended with the held calls it kept from being delivered.
+
+    When the scheduler did not answer at all, the calls go back to the front of ``keep_in``'s buffer, so
+    that a caller riding out a scheduler restart loses none of them (they go with the next call).
+    """
     names = sorted({call.method for call in calls})
+    kept = ""
+    if keep_in is not None and error.status is None:
+        keep_in.buffer[:0] = calls
+        keep_in.buffered_bytes += sum(len(call.kwargs_json) for call in calls)
+        kept = "; they are kept and sent with the next call"
     return RPCError(
-        f"{error.message} ({len(calls)} held calls were not delivered: {', '.join(names)}){also}",
+        f"{error.message} ({len(calls)} held calls were not delivered: {', '.join(names)}{kept}){also}",
         error.sub_exception,
         status=error.status,
     )

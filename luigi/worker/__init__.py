@@ -32,6 +32,7 @@ from luigi.worker.child_pool import ChildPool
 from luigi.worker.completion import CompletionChecker, CompletionCheckError, check_complete
 from luigi.worker.config import worker
 from luigi.worker.keep_alive import KeepAliveThread, SerializedScheduler, should_stay_alive
+from luigi.worker.reconnect import SchedulerRetrier
 from luigi.worker.task_process import (
     SchedulerMessage,
     TaskException,
@@ -94,6 +95,9 @@ class Worker:
         self._config = worker(**kwargs)
         self._scheduler = scheduler
         self._rpc = SerializedScheduler(scheduler)
+        self._retrier = SchedulerRetrier(self._config.scheduler_unreachable_timeout)
+        if hasattr(scheduler, "retain_undelivered"):  # a RemoteScheduler: lose no report while it is away
+            scheduler.retain_undelivered = self._retrier.timeout > 0
         self.worker_processes = int(worker_processes)
         self._assistant = assistant
         self.host = socket.gethostname()
@@ -353,7 +357,15 @@ class Worker:
             fields["owners"] = task._owner_list()
             if fields.get("params") is not None:
                 fields["param_visibilities"] = task._get_param_visibilities()
-        self._rpc.add_task(worker=self._id, task_id=task_id, status=status, runnable=runnable, **fields)
+        self._retrier.call(
+            "add_task",
+            self._rpc.add_task,
+            worker=self._id,
+            task_id=task_id,
+            status=status,
+            runnable=runnable,
+            **fields,
+        )
         logger.info("Informed scheduler that task   %s   has status   %s", task_id, status)
 
     def _send_email(self, subject: str, headline: str, task: Task, formatted_exception: str | None) -> None:
@@ -395,7 +407,7 @@ class Worker:
 
     def _announce_to_scheduler(self) -> None:
         info = {**self._worker_info, "first_task": self._first_task, "assistant": self._assistant}
-        self._rpc.add_worker(self._id, info)
+        self._retrier.call("add_worker", self._rpc.add_worker, self._id, info)
 
     def _collect_while_full(self) -> None:
         while len(self._running_tasks) >= max(1, self.worker_processes):
@@ -407,7 +419,9 @@ class Worker:
         """Ask the scheduler for a task (nothing once stopping), loading tasks we did not schedule."""
         if self._stop_requesting_work:
             return WorkGrant.nothing(WORKER_STATE_DISABLED)
-        reply = self._rpc.get_work(
+        reply = self._retrier.call(
+            "get_work",
+            self._rpc.get_work,
             worker=self._id,
             host=self.host,
             assistant=self._assistant,

@@ -65,3 +65,7 @@ class worker(Config):
     cache_task_completion = parameter.BoolParameter(
         default=False, description="Remember tasks found complete so complete() is not called for them again."
     )
+    scheduler_unreachable_timeout = parameter.FloatParameter(
+        default=600.0,
+        description="Seconds to keep retrying an unreachable scheduler before giving up (0: at once).",
+    )

@@ -52,6 +52,7 @@ class KeepAliveThread(threading.Thread):
         self._ping_interval = ping_interval
         self._on_message = on_message
         self._should_stop = threading.Event()
+        self._failing = False  # log a run of failed pings once, not every interval
 
     def stop(self) -> None:
         self._should_stop.set()
@@ -66,8 +67,13 @@ class KeepAliveThread(threading.Thread):
         try:
             response = self._scheduler.ping(worker=self._worker_id)
         except Exception:  # the scheduler may be briefly unreachable; the next ping will tell
-            logger.warning("Failed pinging scheduler", exc_info=True)
+            if not self._failing:
+                logger.warning("Failed pinging scheduler", exc_info=True)
+            self._failing = True
             return
+        if self._failing:
+            logger.info("Pinging the scheduler works again")
+            self._failing = False
         messages = response.get("rpc_messages", []) if isinstance(response, dict) else []
         for message in messages if isinstance(messages, list) else []:
             try:
