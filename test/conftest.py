@@ -84,3 +84,7 @@ def _reset_logging() -> None:
     for handler in list(interface_logger.handlers):
         interface_logger.removeHandler(handler)
     interface_logger.setLevel(logging.NOTSET)
+    for name in ("luigi-interface", "luigi", "luigi.scheduler", "luigi.server"):
+        named = logging.getLogger(name)
+        named.disabled = False  # fileConfig/dictConfig in a test disable loggers that existed before
+        named.propagate = True

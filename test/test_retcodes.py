@@ -167,12 +167,28 @@ def test_root_task_not_done_falls_back_to_not_run(pipeline):
     assert run_task(pipeline, "Fails") == 40
 
 
-def test_unexpected_exception_exits_with_unhandled_exception_and_is_logged(pipeline, caplog):
-    with caplog.at_level(logging.DEBUG, logger="luigi-interface"):
-        assert run_task(pipeline, "Broken") == 4
-    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+class _Records(logging.Handler):
+    """Collects records straight from the logger, whatever other tests did to propagation."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_unexpected_exception_exits_with_unhandled_exception_and_is_logged(pipeline):
+    collected = _Records()
+    logger = logging.getLogger("luigi-interface")
+    logger.addHandler(collected)
+    try:
+        assert run_task(pipeline, "Broken", "--log-level", "DEBUG") == 4
+    finally:
+        logger.removeHandler(collected)
+    errors = [r for r in collected.records if r.levelno == logging.ERROR]
     assert [r.getMessage() for r in errors] == ["Uncaught exception in luigi: RuntimeError: init broke"]
-    debug = [r for r in caplog.records if r.levelno == logging.DEBUG and r.exc_info]
+    debug = [r for r in collected.records if r.levelno == logging.DEBUG and r.exc_info]
     assert debug and "init broke" in str(debug[0].exc_info[1])
 
 
