@@ -182,10 +182,13 @@ def test_unexpected_exception_exits_with_unhandled_exception_and_is_logged(pipel
     collected = _Records()
     logger = logging.getLogger("luigi-interface")
     logger.addHandler(collected)
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
     try:
-        assert run_task(pipeline, "Broken", "--log-level", "DEBUG") == 4
+        assert run_task(pipeline, "Broken") == 4
     finally:
         logger.removeHandler(collected)
+        logger.setLevel(level)
     errors = [r for r in collected.records if r.levelno == logging.ERROR]
     assert [r.getMessage() for r in errors] == ["Uncaught exception in luigi: RuntimeError: init broke"]
     debug = [r for r in collected.records if r.levelno == logging.DEBUG and r.exc_info]
