@@ -1,4 +1,4 @@
-"""The RPC surface of the central scheduler, declared once (LUIGI_COMPAT f.2).
+"""The RPC surface of the central scheduler, declared once (LUIGI_COMPAT f.2, plus the visualiser's views).
 
 The in-process ``Scheduler``, the tornado server and the HTTP client all follow this registry: each
 method's parameters (names, defaults, expected JSON types), whether it changes scheduler state, and
@@ -172,6 +172,35 @@ _METHODS: tuple[RpcMethod, ...] = (
     RpcMethod("resource_list", (), mutating=False),
     RpcMethod("task_search", (_param("task_str", "str"),), mutating=False, lenient=True),
     RpcMethod("fetch_error", (_TASK_ID,), mutating=False, lenient=True),
+    # The visualiser's views (ours, not Luigi's; Luigi clients never call them): answers sized by what
+    # they return, so open pages do not slow the workers down. See luigi/scheduler/census.py.
+    RpcMethod("task_counts", (), mutating=False),
+    RpcMethod(
+        "task_page",
+        (
+            _param("status", "str", ""),
+            _param("upstream_status", "str", ""),
+            _param("family", "str", ""),
+            _param("search", "str?", ""),
+            _param("sort_by", "str", ""),
+            _param("sort_desc", "bool", False),
+            _param("offset", "int", 0),
+            _param("page_size", "int", 50),
+            _param("max_shown_tasks", "int?", None),
+        ),
+        mutating=False,
+    ),
+    RpcMethod("task_detail", (_TASK_ID, _param("max_neighbours", "int", 100)), mutating=False),
+    RpcMethod(
+        "graph_view",
+        (
+            _TASK_ID,
+            _param("inverse", "bool", False),
+            _param("include_done", "bool", True),
+            _param("max_nodes", "int", 2000),
+        ),
+        mutating=False,
+    ),
     RpcMethod("re_enable_task", (_TASK_ID,), mutating=True),
     RpcMethod("forgive_failures", (_TASK_ID,), mutating=True),
     RpcMethod("mark_as_done", (_TASK_ID,), mutating=True),

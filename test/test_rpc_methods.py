@@ -17,6 +17,7 @@ from luigi.rpc_methods import (
 )
 from luigi.scheduler import Scheduler
 
+VISUALISER_METHODS = ("task_counts", "task_page", "task_detail", "graph_view")  # ours, beside Luigi's 39
 READ_ONLY = {
     "count_pending",
     "graph",
@@ -35,6 +36,7 @@ READ_ONLY = {
     "is_paused",
     "update_metrics_task_started",
     "report_task_statistics",
+    *VISUALISER_METHODS,
 }
 
 
@@ -49,8 +51,8 @@ def scheduler_methods() -> set[str]:
     }
 
 
-def test_the_scheduler_exposes_exactly_the_39_registered_methods():
-    assert len(RPC_METHODS) == 39
+def test_the_scheduler_exposes_exactly_the_39_registered_methods_plus_the_visualisers():
+    assert len(RPC_METHODS) == 39 + len(VISUALISER_METHODS)
     assert scheduler_methods() == set(RPC_METHODS)
 
 
@@ -151,6 +153,10 @@ SAMPLE_CALLS = [
     ("worker_list", {}),
     ("resource_list", {}),
     ("task_search", {"task_str": "A"}),
+    ("task_counts", {}),
+    ("task_page", {"search": "F", "sort_by": "family"}),
+    ("task_detail", {"task_id": "A"}),
+    ("graph_view", {"task_id": "A", "max_nodes": 0}),
     ("fetch_error", {"task_id": "A"}),
     ("set_task_status_message", {"task_id": "B", "status_message": "hi"}),
     ("get_task_status_message", {"task_id": "B"}),

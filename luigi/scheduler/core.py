@@ -11,17 +11,20 @@ import uuid
 from typing import Any
 
 from luigi.scheduler import policy, queries
+from luigi.scheduler.census import Census
 from luigi.scheduler.changes import ChangeSet
 from luigi.scheduler.clock import Clock, system_time
 from luigi.scheduler.config import SchedulerConfig
 from luigi.scheduler.grant import Selection, choose_work
 from luigi.scheduler.hooks import FailureBatcher, default_history, default_notifier, record_history
 from luigi.scheduler.intake import ReportIntake, TaskReport, unbatched_params
+from luigi.scheduler.neighbourhood import GraphViews, detail_of
 from luigi.scheduler.prune import prune as prune_state
 from luigi.scheduler.records import TaskRecord
 from luigi.scheduler.serialize import serialize_task, traverse_graph
 from luigi.scheduler.state import SchedulerState, rank_key
 from luigi.scheduler.store.base import NullStore, StateStore
+from luigi.scheduler.task_pages import PageQuery, TaskPages
 from luigi.scheduler.transitions import Notifier, StatusRules, reset_orphaned_batch_members
 from luigi.task_history import TaskHistory
 from luigi.task_status import (
@@ -69,6 +72,9 @@ class Scheduler:
         self._state = SchedulerState(config, self._clock)
         self._rules = StatusRules(self._state, notifier or default_notifier)
         self._pending = queries.PendingCounter(self._state)
+        self._census = Census(self._state)
+        self._pages = TaskPages(self._state, self._census)
+        self._graphs = GraphViews(self._state)
         self._task_history = task_history if task_history is not None else default_history(config)
         self._batch_notifier = batch_notifier
         self._intake = ReportIntake(self._state, self._rules, self._task_history, batch_notifier)
@@ -467,6 +473,44 @@ class Scheduler:
         """The explanation a task failed with, and what identifies it."""
         return queries.fetch_error(self._state, task_id)
 
+    # -- the visualiser's views (not Luigi's RPC methods; see luigi/scheduler/census.py) -------------
+
+    def task_counts(self) -> dict[str, Any]:
+        """Tasks per status and family, and pending tasks per upstream status (counted in slices)."""
+        self.prune()
+        self._census.advance()
+        return self._census.counts()
+
+    def task_page(
+        self,
+        status: str = "",
+        upstream_status: str = "",
+        family: str = "",
+        search: str | None = "",
+        sort_by: str = "",
+        sort_desc: bool = False,
+        offset: int = 0,
+        page_size: int = 50,
+        max_shown_tasks: int | None = None,
+    ) -> dict[str, Any]:
+        """One page of the task list, filtered, sorted and counted by the scheduler."""
+        self.prune()
+        query = PageQuery(
+            status, upstream_status, family, search or "", sort_by, sort_desc, offset, page_size
+        )
+        return self._pages.page(query, max_shown_tasks)
+
+    def task_detail(self, task_id: str, max_neighbours: int = 100) -> dict[str, Any]:
+        """One task with its error and its direct neighbours (``{}`` for an unknown task)."""
+        return detail_of(self._state, self._census, task_id, max_neighbours)
+
+    def graph_view(
+        self, task_id: str, inverse: bool = False, include_done: bool = True, max_nodes: int = 2000
+    ) -> dict[str, Any]:
+        """The task's dependency graph (or dependents), per family when it has more than ``max_nodes``."""
+        self.prune()
+        return self._graphs.graph(task_id, inverse, include_done, max_nodes)
+
     # -- resources, pause, housekeeping, hooks -------------------------------------------------------------
 
     def update_resources(self, **resources: Any) -> None:
@@ -506,6 +550,7 @@ class Scheduler:
         """Hand out work again."""
         if self._state.paused:
             self._state.paused = False
+            self._state.mark_paused_dirty()
 
     def prune(self) -> None:
         """Apply what is due: worker disconnects, failed runs, retries, re-enables and removals (f.5)."""
