@@ -3,6 +3,8 @@
     .venv/bin/python -m bench.engine_bench                     # every shape, N = 1k, 10k, 100k, workers 1, 2
     .venv/bin/python -m bench.engine_bench --shapes wide --sizes 10000 --workers 1
 
+Outputs go to a fresh temporary folder under ``$BENCH_ROOT`` (default: the system temp dir); set
+``BENCH_ROOT=/dev/shm`` to take the disk's file-creation cost out of the figures.
 Each case runs in a fresh subprocess (so peak memory is that run's own) with a fresh output folder.
 ``noop-complete`` runs the wide pipeline a second time over the outputs of the first, timing only the
 second run: it measures how fast already-done work is recognised.
@@ -46,7 +48,7 @@ def run_case(shape: str, n: int, workers: int) -> dict[str, float]:
 
 
 def run_in_subprocess(shape: str, n: int, workers: int) -> dict[str, float]:
-    with tempfile.TemporaryDirectory(prefix="luigi-bench-") as folder:
+    with tempfile.TemporaryDirectory(prefix="luigi-bench-", dir=os.environ.get("BENCH_ROOT")) as folder:
         env = dict(os.environ, BENCH_DIR=folder)
         out = subprocess.run(
             [sys.executable, "-m", "bench.engine_bench", "--one", shape, str(n), str(workers)],
