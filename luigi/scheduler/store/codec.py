@@ -72,6 +72,8 @@ DERIVED_TASK_FIELDS = frozenset({"unfinished_deps", "resource_key", "pretty_cach
 DERIVED_WORKER_FIELDS = frozenset({"tasks", "stake", "pending_counts"})
 
 _FLOAT_TAG = "$float"
+_EMPTY_JSON: dict[type, str] = {type(None): "null", dict: "{}", list: "[]", set: "[]", str: '""'}
+_EMPTY_VALUES: dict[str, Callable[[], Any]] = {"null": lambda: None, "{}": dict, "[]": list, '""': str}
 _NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
 
@@ -80,21 +82,33 @@ _NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
 def dumps(value: Any) -> str:
     """Compact JSON; non-finite floats tagged; sets as sorted lists; other foreign values as ``str()``."""
+    if not value:  # most JSON columns hold None or an empty collection: skip the encoder
+        empty = _EMPTY_JSON.get(type(value))
+        if empty is not None:
+            return empty
     try:
-        return json.dumps(value, allow_nan=False, separators=(",", ":"), default=_plain)
+        return _ENCODER.encode(value)
     except ValueError:  # a non-finite float somewhere (rare): tag them, then encode again
-        return json.dumps(_tag_non_finite(value), allow_nan=False, separators=(",", ":"), default=_plain)
+        return _ENCODER.encode(_tag_non_finite(value))
 
 
 def loads(text: str) -> Any:
     """The value ``dumps`` wrote."""
-    return json.loads(text, object_hook=_untag)
+    make_empty = _EMPTY_VALUES.get(text)
+    if make_empty is not None:  # most columns: skip the parser (and hand out a fresh container)
+        return make_empty()
+    if _FLOAT_TAG in text:
+        return json.loads(text, object_hook=_untag)
+    return json.loads(text)
 
 
 def _plain(value: Any) -> Any:
     if isinstance(value, (set, frozenset)):
         return sorted(value, key=str)
     return str(value)  # only JSON reaches the scheduler over HTTP; in-process oddities keep their text
+
+
+_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"), default=_plain)
 
 
 def _tag_non_finite(value: Any) -> Any:
@@ -173,80 +187,123 @@ def worker_row(worker: WorkerRecord) -> dict[str, Any]:
 
 # -- decoding -----------------------------------------------------------------------------------------
 
+Decoder = Callable[[Any], Any]
+
 
 def task_from_row(row: Mapping[Any, Any]) -> TaskRecord:
     """A task record from its row, or CorruptStateError naming the task and the bad field."""
-    return TaskRecord(**_decode_fields("tasks", row, TASK_FIELDS))
+    return TaskRecord(**_decode_fields("tasks", row, _TASK_DECODERS))
 
 
 def worker_from_row(row: Mapping[Any, Any]) -> WorkerRecord:
     """A worker record from its row, or CorruptStateError naming the worker and the bad field."""
-    return WorkerRecord(**_decode_fields("workers", row, WORKER_FIELDS))
+    return WorkerRecord(**_decode_fields("workers", row, _WORKER_DECODERS))
 
 
 def decode_json(table: str, key: str, column: str, text: Any, kind: str = "json") -> Any:
     """A JSON column's value, checked against ``kind``."""
-    return _decode(kind, text, f"{table} row {key!r} column {column}")
-
-
-def _decode_fields(table: str, row: Mapping[Any, Any], fields: tuple[tuple[str, str], ...]) -> dict[str, Any]:
-    key = row.get("id")
-    return {name: _decode(kind, row.get(name), f"{table} row {key!r} column {name}") for name, kind in fields}
-
-
-def _decode(kind: str, raw: Any, where: str) -> Any:
-    optional = kind.endswith("?")
-    base = kind.rstrip("?")
-    if raw is None:
-        if optional:
-            return None
-        raise CorruptStateError(f"{where}: missing value (expected {base})")
     try:
-        if base in ("key", "text", "status"):
-            return _check_text(base, raw)
-        if base == "time":
-            return _check_number(raw)
-        if base == "bool":
-            _check(isinstance(raw, (bool, int)), raw, "a boolean")
-            return bool(raw)
-        return _shape(base, loads(_check_text("json", raw)))
+        return _decoder(kind)(text)
     except (ValueError, TypeError) as exc:
-        raise CorruptStateError(f"{where}: {exc}") from None
+        raise CorruptStateError(f"{table} row {key!r} column {column}: {exc}") from None
 
 
-def _shape(kind: str, value: Any) -> Any:
-    if kind == "dict":
-        _check(isinstance(value, dict), value, "a JSON object")
-    elif kind == "list":
-        _check(isinstance(value, list), value, "a JSON list")
-    elif kind in ("set", "ordered"):
-        _check(isinstance(value, list) and all(isinstance(v, str) for v in value), value, "a list of strings")
-        return set(value) if kind == "set" else dict.fromkeys(value)
-    elif kind == "number":
-        return _check_number(value)
-    elif kind == "texts":
-        _check(isinstance(value, list) and all(isinstance(v, str) for v in value), value, "a list of strings")
-    elif kind == "times":
-        _check(isinstance(value, list), value, "a list of times")
-        return [_check_number(v) for v in value]
-    elif kind == "policy":
-        _check(isinstance(value, list) and len(value) == 3, value, "[retry_count, hard_timeout, window]")
-        return RetryPolicy(*(_check_number(v) for v in value))
+def _decode_fields(
+    table: str, row: Mapping[Any, Any], plan: tuple[tuple[str, Decoder], ...]
+) -> dict[str, Any]:
+    values = {}
+    for name, decode in plan:
+        try:
+            values[name] = decode(row[name])
+        except (ValueError, TypeError, KeyError) as exc:
+            raise CorruptStateError(f"{table} row {row.get('id')!r} column {name}: {exc}") from None
+    return values
+
+
+def _fail(value: Any, expected: str) -> Any:
+    raise ValueError(f"got {value!r:.80}, expected {expected}")
+
+
+def _text(raw: Any) -> str:
+    return raw if isinstance(raw, str) else _fail(raw, "text")
+
+
+def _status(raw: Any) -> str:
+    return raw if raw in STATUSES else _fail(raw, f"one of {', '.join(STATUSES)}")
+
+
+def _number(raw: Any) -> Any:
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        return raw
+    return _fail(raw, "a number")
+
+
+def _boolean(raw: Any) -> bool:
+    return bool(raw) if isinstance(raw, (bool, int)) else _fail(raw, "a boolean")
+
+
+def _texts(value: Any) -> list[str]:
+    if isinstance(value, list) and (not value or all(type(item) is str for item in value)):
+        return value
+    return _fail(value, "a list of strings")
+
+
+def _a_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else _fail(value, "a JSON object")
+
+
+def _a_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else _fail(value, "a JSON list")
+
+
+def _times(value: Any) -> list[Any]:
+    return [_number(item) for item in value] if isinstance(value, list) else _fail(value, "a list of times")
+
+
+def _policy(value: Any) -> RetryPolicy:
+    if isinstance(value, list) and len(value) == 3:
+        return RetryPolicy(*(_number(item) for item in value))
+    return _fail(value, "[retry_count, disable_hard_timeout, disable_window]")
+
+
+def _any(value: Any) -> Any:
     return value
 
 
-def _check_text(kind: str, raw: Any) -> str:
-    _check(isinstance(raw, str), raw, "text")
-    if kind == "status":
-        _check(raw in STATUSES, raw, f"one of {', '.join(STATUSES)}")
-    return raw
+# How the value decoded from a JSON column is checked (and turned into the record's type).
+_SHAPES: dict[str, Decoder] = {
+    "json": _any,
+    "dict": _a_dict,
+    "list": _a_list,
+    "set": lambda value: set(_texts(value)),
+    "ordered": lambda value: dict.fromkeys(_texts(value)),
+    "texts": _texts,
+    "number": _number,
+    "times": _times,
+    "policy": _policy,
+}
+_SCALARS: dict[str, Decoder] = {
+    "key": _text,
+    "text": _text,
+    "status": _status,
+    "time": _number,
+    "bool": _boolean,
+}
 
 
-def _check_number(raw: Any) -> Any:
-    _check(isinstance(raw, (int, float)) and not isinstance(raw, bool), raw, "a number")
-    return raw
+def _decoder(kind: str) -> Decoder:
+    base = kind.rstrip("?")
+    decode = _SCALARS.get(base)
+    if decode is None:
+        shape = _SHAPES[base]
+
+        def decode(raw: Any) -> Any:
+            return shape(loads(raw if isinstance(raw, str) else _fail(raw, "JSON text")))
+
+    if kind.endswith("?"):
+        return lambda raw: None if raw is None else decode(raw)
+    return lambda raw: _fail(raw, base) if raw is None else decode(raw)
 
 
-def _check(ok: bool, value: Any, expected: str) -> None:
-    if not ok:
-        raise ValueError(f"got {value!r:.80}, expected {expected}")
+_TASK_DECODERS = tuple((name, _decoder(kind)) for name, kind in TASK_FIELDS)
+_WORKER_DECODERS = tuple((name, _decoder(kind)) for name, kind in WORKER_FIELDS)

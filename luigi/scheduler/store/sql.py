@@ -1,9 +1,9 @@
 """``SqlStore``: the scheduler's state in SQLite (a file beside ``state_path``) or any SQLAlchemy database.
 
-Writes go through SQLAlchemy Core, one transaction per ``Scheduler.flush()``: each changed record's row
-is deleted and inserted again (dialect-neutral), removed records just lose their row. SQLite runs in
-WAL mode with ``synchronous=NORMAL``: a commit survives the process being killed, and costs no fsync.
-A SQLite file that cannot be read as our state is moved aside and the scheduler starts empty.
+Writes go through SQLAlchemy Core, one transaction per ``Scheduler.flush()`` (see ``rows``). SQLite runs
+in WAL mode with ``synchronous=NORMAL``: a commit survives the process being killed and costs no fsync.
+A SQLite file that cannot be read as our state is moved aside and the scheduler starts empty; a lost
+connection to a database server is opened again at the next flush.
 """
 
 from __future__ import annotations
@@ -14,25 +14,22 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Column, Connection, Engine, Table, create_engine, event, select
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError
 
 from luigi.scheduler.changes import ChangeSet
 from luigi.scheduler.config import SchedulerConfig
-from luigi.scheduler.records import TaskRecord, WorkerRecord
 from luigi.scheduler.state import SchedulerState
-from luigi.scheduler.store import codec, schema
+from luigi.scheduler.store import schema
 from luigi.scheduler.store.base import CorruptStateError, StateStore, StateStoreError
+from luigi.scheduler.store.rows import RowStore, Snapshot
 
 logger = logging.getLogger("luigi.scheduler")
 
-_DELETE_CHUNK = 500  # ids per DELETE ... IN (...), well under every database's bound-parameter limit
 _BUSY_TIMEOUT_MS = 5000
 _SQLITE_BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (named in the sqlite3 module from 3.11 only)
 # What reading a damaged database raises: driver errors, rows of the wrong shape, bad column values.
@@ -50,24 +47,6 @@ def state_file_for(state_path: str | os.PathLike[str]) -> Path:
     return path.with_suffix(".sqlite")
 
 
-@dataclass
-class _Snapshot:
-    """Everything read from the database, applied to the state in one step."""
-
-    tasks: list[TaskRecord] = field(default_factory=list)
-    workers: list[WorkerRecord] = field(default_factory=list)
-    resources: dict[str, Any] = field(default_factory=dict)
-    batchers: dict[str, dict[str, tuple[list[str], float]]] = field(default_factory=dict)
-    paused: bool = False
-
-    def apply_to(self, state: SchedulerState) -> None:
-        state.tasks = {task.id: task for task in self.tasks}
-        state.workers = {worker.id: worker for worker in self.workers}
-        state.resources = {**state.config.resources, **self.resources}
-        state.batchers = self.batchers
-        state.paused = self.paused
-
-
 class SqlStore(StateStore):
     """Scheduler state in a SQLAlchemy database: SQLite by default, PostgreSQL through ``state_url``.
 
@@ -83,7 +62,7 @@ class SqlStore(StateStore):
         self._engine: Engine | None = None
         self._conn: Connection | None = None
         self._mirrors_state = False
-        self._order = _Order()
+        self._rows: RowStore | None = None
         self._closed = False
         self._lock = threading.Lock()  # the scheduler is single-threaded, but shutdown hooks may not be
 
@@ -135,22 +114,29 @@ class SqlStore(StateStore):
             conn = self._open()
             try:
                 with conn.begin():
-                    snapshot, self._order = _read_all(conn)
+                    snapshot = self._row_store().read_all(conn)
             except _READ_ERRORS as exc:
                 self._recover(exc)
-                snapshot, self._order = _Snapshot(), _Order()
+                snapshot = Snapshot()
             snapshot.apply_to(state)
             self._mirrors_state = True
 
     def record_changes(self, state: SchedulerState, changes: ChangeSet) -> None:
         """Write every changed record's current fields (or delete its row) in one transaction."""
         with self._lock:
-            conn = self._open()
-            with conn.begin():
-                if self._mirrors_state:
-                    _write_changes(conn, state, changes, self._order)
-                else:
-                    self._order = _write_everything(conn, state, changes)
+            try:
+                conn = self._open()
+                with conn.begin():
+                    if self._mirrors_state:
+                        self._row_store().write_changes(conn, state, changes)
+                    else:
+                        self._row_store().write_everything(conn, state, changes)
+            except DBAPIError as exc:
+                if exc.connection_invalidated:  # the server went away: connect again next time
+                    self._drop_connection()
+                raise StateStoreError(
+                    f"Cannot write the scheduler state to {self.where}: {_reason(exc)}"
+                ) from exc
             self._mirrors_state = True
 
     def close(self) -> None:
@@ -166,6 +152,9 @@ class SqlStore(StateStore):
             return self._conn
         if self._closed:
             raise StateStoreError(f"The scheduler state store {self.where} is closed")
+        if self._engine is not None:  # opened before, then the connection was lost
+            self._conn = self._engine.connect()
+            return self._conn
         self._prepare_location()
         try:
             return self._connect()
@@ -174,9 +163,14 @@ class SqlStore(StateStore):
             assert self._conn is not None
             return self._conn
 
+    def _row_store(self) -> RowStore:
+        assert self._rows is not None, "the store is opened first"
+        return self._rows
+
     def _connect(self) -> Connection:
         engine = self._make_engine()
         self._engine = engine
+        self._rows = RowStore(engine.dialect.name)
         conn = self._conn = engine.connect()
         try:
             with conn.begin():
@@ -211,27 +205,33 @@ class SqlStore(StateStore):
         """Move an unreadable SQLite file aside and open a fresh one; other failures are fatal."""
         self._dispose()
         if self._path is None or _is_busy(exc) or not self._path.exists():
-            raise StateStoreError(f"Cannot open the scheduler state in {self.where}: {exc}") from exc
+            raise StateStoreError(f"Cannot open the scheduler state in {self.where}: {_reason(exc)}") from exc
         moved = _move_aside(self._path)
         logger.warning(
             "The scheduler state file %s could not be read (%s); it was moved to %s and the scheduler "
             "starts with an empty state",
             self._path,
-            exc,
+            _reason(exc),
             moved,
         )
         try:
             self._connect()
         except (DBAPIError, CorruptStateError) as again:
-            raise StateStoreError(f"Cannot create the scheduler state file {self._path}: {again}") from again
+            raise StateStoreError(
+                f"Cannot create the scheduler state file {self._path}: {_reason(again)}"
+            ) from again
 
-    def _dispose(self) -> None:
+    def _drop_connection(self) -> None:
         if self._conn is not None:
             with contextlib.suppress(DBAPIError):  # closing a broken connection may fail; it is gone
                 self._conn.close()
+        self._conn = None
+
+    def _dispose(self) -> None:
+        self._drop_connection()
         if self._engine is not None:
             self._engine.dispose()
-        self._conn, self._engine = None, None
+        self._engine = None
 
 
 def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
@@ -248,6 +248,11 @@ def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
 
 def _begin_sqlite(conn: Connection) -> None:
     conn.exec_driver_sql("BEGIN")
+
+
+def _reason(exc: BaseException) -> str:
+    """The driver's message when there is one (SQLAlchemy's wrapper adds a link to its docs)."""
+    return str(getattr(exc, "orig", None) or exc)
 
 
 def _is_busy(exc: BaseException) -> bool:
@@ -277,163 +282,3 @@ def _move_aside(path: Path) -> Path:
             "move or delete it, or set [scheduler] state_path elsewhere"
         ) from None
     return target
-
-
-# -- reading ----------------------------------------------------------------------------------------------
-
-
-class _Positions:
-    """Each record's place in its scheduler dict, so that a restart restores the insertion order."""
-
-    def __init__(self, keys: Iterable[str] = ()) -> None:
-        self._of = {key: n for n, key in enumerate(keys)}
-        self._next = len(self._of)
-
-    def of(self, key: str) -> int:
-        """The key's position; a key not seen before goes last."""
-        position = self._of.get(key)
-        if position is None:
-            position = self._of[key] = self._next
-            self._next += 1
-        return position
-
-    def forget(self, key: str) -> None:
-        """The record was removed (if it comes back, it goes last, as in a dict)."""
-        self._of.pop(key, None)
-
-
-@dataclass
-class _Order:
-    """Positions of tasks, workers and run-time resources."""
-
-    tasks: _Positions = field(default_factory=_Positions)
-    workers: _Positions = field(default_factory=_Positions)
-    resources: _Positions = field(default_factory=_Positions)
-
-
-def _read_all(conn: Connection) -> tuple[_Snapshot, _Order]:
-    tasks_t, workers_t, resources_t = schema.tasks, schema.workers, schema.resources
-    snapshot = _Snapshot()
-    rows = conn.execute(select(tasks_t).order_by(tasks_t.c.seq)).mappings()
-    snapshot.tasks = [codec.task_from_row(row) for row in rows]
-    rows = conn.execute(select(workers_t).order_by(workers_t.c.seq)).mappings()
-    snapshot.workers = [codec.worker_from_row(row) for row in rows]
-    query = select(resources_t.c.name, resources_t.c.amount).order_by(resources_t.c.seq)
-    for name, amount in conn.execute(query):
-        snapshot.resources[name] = codec.decode_json("resources", name, "amount", amount, "number")
-    for row in conn.execute(select(schema.batchers)).mappings():
-        key = f"{row['worker']}/{row['family']}"
-        names = codec.decode_json("batchers", key, "batched_args", row["batched_args"], "texts")
-        size = codec.decode_json("batchers", key, "max_batch_size", row["max_batch_size"], "number")
-        snapshot.batchers.setdefault(row["worker"], {})[row["family"]] = (names, size)
-    meta = schema.meta
-    paused = conn.execute(select(meta.c.value).where(meta.c.key == schema.PAUSED_KEY)).scalar()
-    snapshot.paused = paused == "true"
-    order = _Order(
-        _Positions(task.id for task in snapshot.tasks),
-        _Positions(worker.id for worker in snapshot.workers),
-        _Positions(snapshot.resources),
-    )
-    return snapshot, order
-
-
-# -- writing ----------------------------------------------------------------------------------------------
-
-
-def _write_changes(conn: Connection, state: SchedulerState, changes: ChangeSet, order: _Order) -> None:
-    rows = _task_rows(state, changes.tasks, order.tasks)
-    _replace_rows(conn, schema.tasks, schema.tasks.c.id, changes.tasks, rows)
-    rows = _worker_rows(state, changes.workers, order.workers)
-    _replace_rows(conn, schema.workers, schema.workers.c.id, changes.workers, rows)
-    rows = _resource_rows(state, changes.resources, order.resources)
-    _replace_rows(conn, schema.resources, schema.resources.c.name, changes.resources, rows)
-    rows = _batcher_rows(state, changes.batchers)
-    _replace_rows(conn, schema.batchers, schema.batchers.c.worker, changes.batchers, rows)
-    if changes.paused:
-        _write_paused(conn, state.paused)
-
-
-def _write_everything(conn: Connection, state: SchedulerState, changes: ChangeSet) -> _Order:
-    """Make the database hold exactly the state (the first write of a scheduler that did not load)."""
-    for table in (schema.tasks, schema.workers, schema.resources, schema.batchers):
-        conn.execute(table.delete())
-    order = _Order()
-    _insert(conn, schema.tasks, _task_rows(state, state.tasks, order.tasks))
-    _insert(conn, schema.workers, _worker_rows(state, state.workers, order.workers))
-    configured = state.config.resources
-    runtime = [
-        name
-        for name, amount in state.resources.items()
-        if name in changes.resources or configured.get(name) != amount
-    ]
-    _insert(conn, schema.resources, _resource_rows(state, runtime, order.resources))
-    _insert(conn, schema.batchers, _batcher_rows(state, state.batchers))
-    _write_paused(conn, state.paused)
-    return order
-
-
-def _task_rows(state: SchedulerState, keys: Iterable[str], positions: _Positions) -> Iterator[dict[str, Any]]:
-    tasks = state.tasks
-    for key in keys:
-        task = tasks.get(key)
-        if task is None:
-            positions.forget(key)
-        else:
-            row = codec.task_row(task)
-            row["seq"] = positions.of(key)
-            yield row
-
-
-def _worker_rows(
-    state: SchedulerState, keys: Iterable[str], positions: _Positions
-) -> Iterator[dict[str, Any]]:
-    workers = state.workers
-    for key in keys:
-        worker = workers.get(key)
-        if worker is None:
-            positions.forget(key)
-        else:
-            row = codec.worker_row(worker)
-            row["seq"] = positions.of(key)
-            yield row
-
-
-def _resource_rows(
-    state: SchedulerState, names: Iterable[str], positions: _Positions
-) -> Iterator[dict[str, Any]]:
-    for name in names:
-        if name in state.resources:
-            yield {"name": name, "amount": codec.dumps(state.resources[name]), "seq": positions.of(name)}
-
-
-def _batcher_rows(state: SchedulerState, worker_ids: Iterable[str]) -> Iterator[dict[str, Any]]:
-    for worker_id in worker_ids:
-        for family, (names, max_size) in state.batchers.get(worker_id, {}).items():
-            yield {
-                "worker": worker_id,
-                "family": family,
-                "batched_args": codec.dumps(list(names)),
-                "max_batch_size": codec.dumps(max_size),
-            }
-
-
-def _write_paused(conn: Connection, paused: bool) -> None:
-    meta = schema.meta
-    conn.execute(meta.delete().where(meta.c.key == schema.PAUSED_KEY))
-    conn.execute(meta.insert(), [{"key": schema.PAUSED_KEY, "value": "true" if paused else "false"}])
-
-
-def _replace_rows(
-    conn: Connection, table: Table, key: Column[Any], keys: Iterable[str], rows: Iterable[dict[str, Any]]
-) -> None:
-    """Delete the rows of ``keys`` and insert ``rows`` (the current records among them)."""
-    keys = list(keys)
-    for start in range(0, len(keys), _DELETE_CHUNK):
-        conn.execute(table.delete().where(key.in_(keys[start : start + _DELETE_CHUNK])))
-    _insert(conn, table, rows)
-
-
-def _insert(conn: Connection, table: Table, rows: Iterable[dict[str, Any]]) -> None:
-    batch = list(rows)
-    if batch:
-        conn.execute(table.insert(), batch)
