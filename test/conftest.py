@@ -11,27 +11,25 @@ os.environ.pop("LUIGI_CONFIG_PARSER", None)
 
 
 @pytest.fixture(autouse=True)
-def _isolated_luigi_state(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory):
-    """Save and restore the class registry, drop cached instances, config and the active CLI parser."""
-    saved_registry = None
-    register = None
-    try:
-        from luigi.task_register import Register
+def _isolated_luigi_state(request: pytest.FixtureRequest):
+    """Save and restore the class registry, drop cached instances, config and the active CLI parser.
 
-        register = Register
-        saved_registry = Register._get_reg()
-        Register.clear_instance_cache()
-    except ImportError:  # modules still landing during bootstrap
-        pass
+    Task classes defined at module level in *other* test files are hidden for the test, so two files
+    that both declare, say, a ``Root`` task never make each other's family ambiguous.
+    """
+    from luigi.task_register import Register
+
+    saved_registry = Register._get_reg()
+    Register.clear_instance_cache()
+    _hide_other_test_modules_tasks(Register, request.module.__name__)
     saved_callbacks = _snapshot_event_callbacks()
     _reset_config()
     _reset_cmdline()
     yield
     _restore_event_callbacks(saved_callbacks)
     _reset_logging()
-    if register is not None:
-        register._set_reg(saved_registry)
-        register.clear_instance_cache()
+    Register._set_reg(saved_registry)
+    Register.clear_instance_cache()
     _reset_config()
     _reset_cmdline()
 
@@ -88,3 +86,12 @@ def _reset_logging() -> None:
         named = logging.getLogger(name)
         named.disabled = False  # fileConfig/dictConfig in a test disable loggers that existed before
         named.propagate = True
+
+
+def _hide_other_test_modules_tasks(register: type, current_module: str) -> None:
+    def foreign(task_cls: type) -> bool:
+        module = task_cls.__module__
+        return module.rsplit(".", 1)[-1].startswith("test_") and module != current_module
+
+    register._reg = [task_cls for task_cls in register._reg if not foreign(task_cls)]
+    register._params_cache.clear()
