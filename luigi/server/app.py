@@ -10,6 +10,7 @@ import tornado.web
 
 from luigi.server.api import BatchHandler, RpcHandler
 from luigi.server.handlers import NotFoundHandler, RootHandler, StaticHandler
+from luigi.server.history import history_routes
 from luigi.server.settings import ServerSettings
 
 __all__ = ["STATIC_DIR", "app"]
@@ -36,6 +37,7 @@ def app(
         (r"/", RootHandler, dict(common)),
         (r"/api/_batch", BatchHandler, api),
         (r"/api/(.*)", RpcHandler, api),
+        *history_routes(scheduler, settings),
     ]
     options: dict[str, Any] = {
         "static_path": STATIC_DIR,
