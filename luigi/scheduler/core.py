@@ -126,11 +126,19 @@ class Scheduler:
         self.flush()
 
     def close(self) -> None:
-        """Flush, then release the store (at ``luigid`` exit)."""
+        """Flush, then release the store and the task history (at ``luigid`` exit)."""
         try:
             self.flush()
         finally:
             self._store.close()
+            close_history = getattr(self._task_history, "close", None)
+            if close_history is not None:
+                close_history()
+
+    @property
+    def task_history(self) -> Any:
+        """Where transitions are recorded (``NopHistory`` unless history is on); the history pages read it."""
+        return self._task_history
 
     # -- tasks reported by workers ---------------------------------------------------------------------
 
