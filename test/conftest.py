@@ -55,8 +55,10 @@ def _snapshot_event_callbacks() -> dict | None:
         from luigi.task import Task
     except ImportError:
         return None
-    return {cls: {event: set(cbs) for event, cbs in by_event.items()}
-            for cls, by_event in Task._event_callbacks.items()}
+    return {
+        cls: {event: set(cbs) for event, cbs in by_event.items()}
+        for cls, by_event in Task._event_callbacks.items()
+    }
 
 
 def _restore_event_callbacks(saved: dict | None) -> None:
@@ -95,3 +97,25 @@ def _hide_other_test_modules_tasks(register: type, current_module: str) -> None:
 
     register._reg = [task_cls for task_cls in register._reg if not foreign(task_cls)]
     register._params_cache.clear()
+
+
+@pytest.fixture
+def events():
+    """Collects (event, args) from callbacks registered on Task; ``listen(*names)`` subscribes."""
+    from luigi.task import Task
+
+    seen: list[tuple[str, tuple]] = []
+    registered = []
+
+    def listen(*names):
+        for name in names:
+
+            def callback(*args, _name=name):
+                seen.append((_name, args))
+
+            Task.event_handler(name)(callback)
+            registered.append((name, callback))
+
+    yield seen, listen
+    for name, callback in registered:
+        Task.remove_event_handler(name, callback)

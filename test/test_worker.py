@@ -25,26 +25,6 @@ from luigi.worker import Worker
 
 
 @pytest.fixture
-def events():
-    """Collects (event, args) from callbacks registered on Task; unregisters them afterwards."""
-    seen: list[tuple[str, tuple]] = []
-    registered = []
-
-    def listen(*names):
-        for name in names:
-
-            def callback(*args, _name=name):
-                seen.append((_name, args))
-
-            Task.event_handler(name)(callback)
-            registered.append((name, callback))
-
-    yield seen, listen
-    for name, callback in registered:
-        Task.remove_event_handler(name, callback)
-
-
-@pytest.fixture
 def sent_emails(monkeypatch):
     sent = []
     monkeypatch.setattr(

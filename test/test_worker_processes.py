@@ -34,25 +34,6 @@ def wait_for(condition, timeout=10.0, interval=0.01):
         time.sleep(interval)
 
 
-@pytest.fixture
-def events():
-    seen: list[tuple[str, tuple]] = []
-    registered = []
-
-    def listen(*names):
-        for name in names:
-
-            def callback(*args, _name=name):
-                seen.append((_name, args))
-
-            Task.event_handler(name)(callback)
-            registered.append((name, callback))
-
-    yield seen, listen
-    for name, callback in registered:
-        Task.remove_event_handler(name, callback)
-
-
 def make_marker_task(tmp_path):
     class Marker(Task):
         """Writes ``<name>.done``; records the pid it ran in and its start and end times."""
