@@ -102,3 +102,23 @@ def test_hello_world_greets_by_name(tmp_path):
     done = luigi_command(["--module", "examples.hello_world", "HelloWorld", "--name", "ada"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "hello" / "ada.txt").read_text() == "Hello, ada!\n"
+
+
+@pytest.mark.slow
+def test_demo_serves_luigid_runs_the_pipeline_and_stops_with_demo_exit(tmp_path):
+    env = dict(os.environ, DEMO_EXIT="1", PYTHONPATH=str(REPO), LUIGI_EXAMPLES_DIR=str(tmp_path / "out"))
+    env.pop("LUIGI_CONFIG_PATH", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "examples.demo"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "luigid is serving at http://127.0.0.1:" in done.stdout
+    assert "/static/visualiser/index.html" in done.stdout
+    assert "This progress looks :)" in done.stderr
+    assert (tmp_path / "out" / "wordcount" / "report-6.tsv").exists()
+    assert (tmp_path / "data" / "demo" / "state.sqlite").exists()  # luigid kept its state there
