@@ -8,7 +8,7 @@ record's place in the scheduler's dicts, so that loading restores their insertio
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -170,30 +170,10 @@ class RowStore:
         _write_paused(conn, state.paused)
 
     def _task_rows(self, state: SchedulerState, keys: Iterable[str]) -> list[dict[str, Any]]:
-        rows = []
-        tasks, order = state.tasks, self._task_order
-        for key in keys:
-            task = tasks.get(key)
-            if task is None:
-                order.forget(key)
-            else:
-                row = codec.task_row(task)
-                row["seq"] = order.of(key)
-                rows.append(row)
-        return rows
+        return _ordered_rows(state.tasks, self._task_order, keys, codec.task_row)
 
     def _worker_rows(self, state: SchedulerState, keys: Iterable[str]) -> list[dict[str, Any]]:
-        rows = []
-        workers, order = state.workers, self._worker_order
-        for key in keys:
-            worker = workers.get(key)
-            if worker is None:
-                order.forget(key)
-            else:
-                row = codec.worker_row(worker)
-                row["seq"] = order.of(key)
-                rows.append(row)
-        return rows
+        return _ordered_rows(state.workers, self._worker_order, keys, codec.worker_row)
 
     def _resource_rows(self, state: SchedulerState, names: Iterable[str]) -> list[dict[str, Any]]:
         order = self._resource_order
@@ -219,3 +199,19 @@ def _write_paused(conn: Connection, paused: bool) -> None:
     meta = schema.meta
     conn.execute(meta.delete().where(meta.c.key == schema.PAUSED_KEY))
     conn.execute(meta.insert(), [{"key": schema.PAUSED_KEY, "value": "true" if paused else "false"}])
+
+
+def _ordered_rows(
+    records: Mapping[str, Any], order: Positions, keys: Iterable[str], encode: Callable[[Any], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Rows for the records still present (with their stable ``seq``); vanished keys leave the order."""
+    rows = []
+    for key in keys:
+        record = records.get(key)
+        if record is None:
+            order.forget(key)
+        else:
+            row = encode(record)
+            row["seq"] = order.of(key)
+            rows.append(row)
+    return rows
