@@ -11,7 +11,7 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from configparser import ConfigParser, Error, NoOptionError, NoSectionError
 from typing import Any, ClassVar, TypeVar
 
@@ -40,6 +40,17 @@ class _NoDefault:
 
 
 NO_DEFAULT: Any = _NoDefault()
+
+
+def existing_config_texts(filenames: ConfigPaths) -> Iterator[tuple[str, str]]:
+    """(path, text) for each file of ``filenames`` that exists, in order (both parsers read this way)."""
+    if isinstance(filenames, (str, os.PathLike)):
+        filenames = [filenames]
+    for name in filenames:
+        path = os.fspath(name)
+        text = read_config_text(path)
+        if text is not None:
+            yield path, text
 
 
 def read_config_text(path: str) -> str | None:

@@ -22,7 +22,13 @@ from configparser import (
 )
 from typing import Any, ClassVar
 
-from luigi.configuration.base_parser import BaseParser, ConfigError, ConfigPaths, read_config_text, to_int
+from luigi.configuration.base_parser import (
+    BaseParser,
+    ConfigError,
+    ConfigPaths,
+    existing_config_texts,
+    to_int,
+)
 
 _Sections = MutableMapping[str, Mapping[str, str]]
 
@@ -128,14 +134,8 @@ class LuigiConfigParser(BaseParser, ConfigParser):  # type: ignore[misc]
         self, filenames: ConfigPaths, encoding: str | None = None
     ) -> list[str]:
         """Load the existing files among ``filenames`` in order; a malformed one raises ConfigError."""
-        if isinstance(filenames, (str, os.PathLike)):
-            filenames = [filenames]
         loaded = []
-        for name in filenames:
-            path = os.fspath(name)
-            text = read_config_text(path)
-            if text is None:
-                continue
+        for path, text in existing_config_texts(filenames):
             if path in _DEPRECATED_PATHS:
                 warnings.warn(
                     f"Config file {path} uses a deprecated name; rename it to {_DEPRECATED_PATHS[path]}",

@@ -7,14 +7,19 @@ merged into earlier ones table by table. ``parser["logging"]`` gives a fresh pla
 from __future__ import annotations
 
 import copy
-import os
 import re
 import sys
 from configparser import NoOptionError, NoSectionError
 from types import ModuleType
 from typing import Any, ClassVar
 
-from luigi.configuration.base_parser import BaseParser, ConfigError, ConfigPaths, read_config_text, to_int
+from luigi.configuration.base_parser import (
+    BaseParser,
+    ConfigError,
+    ConfigPaths,
+    existing_config_texts,
+    to_int,
+)
 from luigi.configuration.frozen import freeze
 
 
@@ -62,14 +67,8 @@ class LuigiTomlParser(BaseParser):
         """Merge the existing files among ``filenames`` in order; a malformed one raises ConfigError."""
         if not self.enabled or _toml_lib is None:
             raise ConfigError(MISSING_TOML_MESSAGE)
-        if isinstance(filenames, (str, os.PathLike)):
-            filenames = [filenames]
         loaded = []
-        for name in filenames:
-            path = os.fspath(name)
-            text = read_config_text(path)
-            if text is None:
-                continue
+        for path, text in existing_config_texts(filenames):
             _merge(self.data, _parse_toml(text, path))
             loaded.append(path)
         return loaded
