@@ -128,3 +128,35 @@ def test_failed_ping_is_logged_and_retried(caplog):
     thread.join(timeout=5)
     assert not thread.is_alive()
     assert "Failed pinging scheduler" in caplog.text
+
+
+def test_a_message_arriving_before_the_task_process_starts_is_held_and_delivered(tmp_path):
+    class EarlyListener(Task):
+        accepts_messages = True
+
+        def output(self):
+            return LocalTarget(str(tmp_path / "early"))
+
+        def run(self):
+            message = self.scheduler_messages.get(timeout=20)
+            message.respond(f"heard {message.content}")
+            with self.output().open("w") as out:
+                out.write(str(message))
+
+    scheduler = LockedScheduler(Scheduler())
+    task_id = EarlyListener().task_id
+    with Worker(scheduler=scheduler, worker_processes=2, ping_interval=0.02) as worker:
+        real_start = worker._children.start
+        sent = {}
+
+        def start_after_a_message(*args, **kwargs):
+            # the keep-alive thread delivered a message in the gap between grant and process start
+            sent.update(scheduler.send_scheduler_message(worker=worker._id, task=task_id, content="early?"))
+            worker.dispatch_scheduler_message(task_id, sent["message_id"], "early?")
+            return real_start(*args, **kwargs)
+
+        worker._children.start = start_after_a_message
+        worker.add(EarlyListener())
+        assert worker.run() is True
+    answer = scheduler.get_scheduler_message_response(task_id=task_id, message_id=sent["message_id"])
+    assert answer["response"] == "heard early?"
