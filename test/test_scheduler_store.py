@@ -10,7 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -254,7 +254,17 @@ def test_flushed_state_survives_the_process_being_killed(tmp_path, state_file):
 # -- flushing ------------------------------------------------------------------------------------------
 
 
-def count_commits(store: SqlStore) -> list[int]:
+def count_commits(location: Path | str, store: SqlStore) -> Callable[[], int]:
+    """How many transactions the store committed since this was called.
+
+    SQLite: the file's ``data_version`` as another connection sees it (it moves once per commit by
+    someone else); a database server: SQLAlchemy's commit events.
+    """
+    if isinstance(location, Path):
+        observer = sqlite3.connect(location, isolation_level=None)
+        version = lambda: observer.execute("PRAGMA data_version").fetchone()[0]  # noqa: E731
+        start = version()
+        return lambda: version() - start
     from sqlalchemy import event
 
     commits = [0]
@@ -263,25 +273,25 @@ def count_commits(store: SqlStore) -> list[int]:
         commits[0] += 1
 
     event.listen(store.engine, "commit", on_commit)
-    return commits
+    return lambda: commits[0]
 
 
 def test_flush_writes_only_when_something_changed(location, clock):
     store = store_at(location)
     sch = Scheduler(SchedulerConfig(), clock=clock, store=store)
     sch.load()
-    commits = count_commits(store)
+    commits = count_commits(location, store)
 
     sch.flush()
     sch.task_list("")
     sch.count_pending(worker=WORKER)
     sch.flush()
-    assert commits[0] == 0
+    assert commits() == 0
 
     sch.add_task(worker=WORKER, task_id="A")
     sch.add_task(worker=WORKER, task_id="B")
     sch.flush()
-    assert commits[0] == 1
+    assert commits() == 1
 
 
 def test_a_failed_flush_keeps_the_changes_for_the_next_one(location, clock, monkeypatch):
@@ -301,6 +311,24 @@ def test_a_failed_flush_keeps_the_changes_for_the_next_one(location, clock, monk
     sch.flush()
 
     assert status_of(open_scheduler(location, clock), "A") == "PENDING"
+
+
+def test_a_write_the_sqlite_file_refuses_is_rolled_back_whole_and_kept_for_the_next_flush(state_file, clock):
+    sch = open_scheduler(state_file, clock)
+    sch.add_task(worker=WORKER, task_id="A")
+    sch.flush()
+    outside = sqlite3.connect(state_file, isolation_level=None)
+    outside.execute("ALTER TABLE workers RENAME TO workers_away")  # tasks are written first, then workers
+
+    sch.add_task(worker="another-worker", task_id="B")
+    with pytest.raises(StateStoreError, match="no such table: workers"):
+        sch.flush()
+    assert outside.execute("SELECT id FROM tasks").fetchall() == [("A",)]  # B's row was rolled back
+
+    outside.execute("ALTER TABLE workers_away RENAME TO workers")
+    outside.close()
+    sch.flush()
+    assert set(open_scheduler(state_file, clock).task_list("")) == {"A", "B"}
 
 
 def test_a_scheduler_that_did_not_load_replaces_the_stored_state(location, clock):

@@ -8,11 +8,12 @@ record's place in the scheduler's dicts, so that loading restores their insertio
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Connection, Executable, Table, bindparam, select
+from sqlalchemy import ClauseElement, Connection, Delete, Dialect, Insert, Table, bindparam, select
+from sqlalchemy.sql.compiler import SQLCompiler
 
 from luigi.scheduler.changes import ChangeSet
 from luigi.scheduler.records import TaskRecord, WorkerRecord
@@ -59,33 +60,66 @@ class Positions:
         self._of.pop(key, None)
 
 
+# Runs one driver-level SQL text once per parameter set (``executemany``); see ``SqlStore``.
+Runner = Callable[[str, Sequence[Any]], Any]
+
+
+class _DriverStatement:
+    """A statement compiled once to the driver's own SQL text and parameter style.
+
+    A flush writes a few rows; SQLAlchemy's per-call handling of a compiled statement cost more than the
+    database's own work, so the rows go straight to the driver. Only for columns whose values the driver
+    takes as they are (text, numbers, booleans), which is every column of the state tables.
+    """
+
+    def __init__(self, statement: ClauseElement, dialect: Dialect) -> None:
+        compiled = cast(SQLCompiler, statement.compile(dialect=dialect))
+        self.sql = str(compiled)
+        positional = compiled.positional
+        self.order: tuple[str, ...] | None = tuple(compiled.positiontup or ()) if positional else None
+
+    def run(self, run: Runner, rows: list[dict[str, Any]]) -> None:
+        order = self.order
+        run(self.sql, rows if order is None else [tuple(row[name] for name in order) for row in rows])
+
+
 class _TableWriter:
     """Prepared statements for one table keyed by one column."""
 
-    def __init__(self, table: Table, key: str, dialect: str) -> None:
+    def __init__(self, table: Table, key: str, dialect: Dialect, upsert: bool = True) -> None:
         self.table = table
-        self.insert: Executable = table.insert()
-        self.delete: Executable = table.delete().where(table.c[key] == bindparam("_key"))
-        self.delete_all: Executable = table.delete()
+        self.insert: Insert = table.insert()
+        self.delete: Delete = table.delete().where(table.c[key] == bindparam("_key"))
+        self.delete_all: Delete = table.delete()
         self.key = key
-        self.upsert = _upsert(table, dialect)
+        statement = _upsert(table, dialect.name) if upsert else None
+        self._upsert = _DriverStatement(statement, dialect) if statement is not None else None
+        self._delete = _DriverStatement(self.delete, dialect)
+        self._insert = _DriverStatement(self.insert, dialect)
 
-    def replace(self, conn: Connection, keys: Iterable[str], rows: list[dict[str, Any]]) -> None:
+    def replace(self, run: Runner, keys: Iterable[str], rows: list[dict[str, Any]]) -> None:
         """Delete the rows of ``keys`` that have no new row, and write ``rows``."""
         written = {row[self.key] for row in rows}
         gone = [{"_key": key} for key in keys if key not in written]
         if gone:
-            conn.execute(self.delete, gone)
-        if not rows:
-            return
-        if self.upsert is not None:
-            conn.execute(self.upsert, rows)
+            self._delete.run(run, gone)
+        if rows:
+            self.put(run, rows)
+
+    def put(self, run: Runner, rows: list[dict[str, Any]]) -> None:
+        """Write ``rows``, replacing any with the same key."""
+        if self._upsert is not None:
+            self._upsert.run(run, rows)
         else:
-            conn.execute(self.delete, [{"_key": row[self.key]} for row in rows])
-            conn.execute(self.insert, rows)
+            self._delete.run(run, [{"_key": row[self.key]} for row in rows])
+            self._insert.run(run, rows)
+
+    def remove(self, run: Runner, keys: Iterable[str]) -> None:
+        """Delete every row of ``keys``."""
+        self._delete.run(run, [{"_key": key} for key in keys])
 
 
-def _upsert(table: Table, dialect: str) -> Executable | None:
+def _upsert(table: Table, dialect: str) -> Insert | None:
     """``INSERT ... ON CONFLICT (primary key) DO UPDATE`` where the dialect has it."""
     if dialect == "sqlite":
         from sqlalchemy.dialects.sqlite import insert
@@ -102,11 +136,12 @@ def _upsert(table: Table, dialect: str) -> Executable | None:
 class RowStore:
     """Reads and writes the state tables over one connection's dialect."""
 
-    def __init__(self, dialect: str) -> None:
+    def __init__(self, dialect: Dialect) -> None:
         self._tasks = _TableWriter(schema.tasks, "id", dialect)
         self._workers = _TableWriter(schema.workers, "id", dialect)
         self._resources = _TableWriter(schema.resources, "name", dialect)
-        self._batchers = _TableWriter(schema.batchers, "worker", "")  # several rows per worker
+        self._batchers = _TableWriter(schema.batchers, "worker", dialect, upsert=False)  # rows per worker
+        self._meta = _TableWriter(schema.meta, "key", dialect)
         self._task_order = Positions()
         self._worker_order = Positions()
         self._resource_order = Positions()
@@ -135,18 +170,21 @@ class RowStore:
         self._resource_order = Positions(snapshot.resources)
         return snapshot
 
-    def write_changes(self, conn: Connection, state: SchedulerState, changes: ChangeSet) -> None:
-        """Write the current rows of every changed record; delete those of removed ones."""
-        self._tasks.replace(conn, changes.tasks, self._task_rows(state, changes.tasks))
-        self._workers.replace(conn, changes.workers, self._worker_rows(state, changes.workers))
-        self._resources.replace(conn, changes.resources, self._resource_rows(state, changes.resources))
+    def write_changes(self, run: Runner, state: SchedulerState, changes: ChangeSet) -> None:
+        """Write the current rows of every changed record; delete those of removed ones.
+
+        ``run`` executes driver SQL inside the caller's transaction.
+        """
+        self._tasks.replace(run, changes.tasks, self._task_rows(state, changes.tasks))
+        self._workers.replace(run, changes.workers, self._worker_rows(state, changes.workers))
+        self._resources.replace(run, changes.resources, self._resource_rows(state, changes.resources))
         if changes.batchers:
             rows = list(_batcher_rows(state, changes.batchers))
-            conn.execute(self._batchers.delete, [{"_key": worker_id} for worker_id in changes.batchers])
+            self._batchers.remove(run, changes.batchers)
             if rows:
-                conn.execute(self._batchers.insert, rows)
+                self._batchers.put(run, rows)
         if changes.paused:
-            _write_paused(conn, state.paused)
+            self._meta.put(run, [_paused_row(state.paused)])
 
     def write_everything(self, conn: Connection, state: SchedulerState, changes: ChangeSet) -> None:
         """Make the tables hold exactly the state (the first write of a scheduler that did not load)."""
@@ -195,10 +233,14 @@ def _batcher_rows(state: SchedulerState, worker_ids: Iterable[str]) -> Iterator[
             }
 
 
+def _paused_row(paused: bool) -> dict[str, Any]:
+    return {"key": schema.PAUSED_KEY, "value": "true" if paused else "false"}
+
+
 def _write_paused(conn: Connection, paused: bool) -> None:
     meta = schema.meta
     conn.execute(meta.delete().where(meta.c.key == schema.PAUSED_KEY))
-    conn.execute(meta.insert(), [{"key": schema.PAUSED_KEY, "value": "true" if paused else "false"}])
+    conn.execute(meta.insert(), [_paused_row(paused)])
 
 
 def _ordered_rows(

@@ -1,6 +1,8 @@
 """``SqlStore``: the scheduler's state in SQLite (a file beside ``state_path``) or any SQLAlchemy database.
 
-Writes go through SQLAlchemy Core, one transaction per ``Scheduler.flush()`` (see ``rows``). SQLite runs
+Writes are one transaction per ``Scheduler.flush()`` (see ``rows``): through SQLAlchemy for a server
+database, and straight on SQLite's driver connection for the file (a flush is a few rows, and there the
+driver's own work is a small part of what SQLAlchemy's per-statement handling costs). SQLite runs
 in WAL mode with ``synchronous=NORMAL``: a commit survives the process being killed and costs no fsync.
 A SQLite file that cannot be read as our state is moved aside and the scheduler starts empty; a lost
 connection to a database server is opened again at the next flush.
@@ -14,6 +16,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +29,7 @@ from luigi.scheduler.config import SchedulerConfig
 from luigi.scheduler.state import SchedulerState
 from luigi.scheduler.store import schema
 from luigi.scheduler.store.base import CorruptStateError, StateStore, StateStoreError
-from luigi.scheduler.store.rows import RowStore, Snapshot
+from luigi.scheduler.store.rows import RowStore, Runner, Snapshot
 
 logger = logging.getLogger("luigi.scheduler")
 
@@ -126,17 +129,23 @@ class SqlStore(StateStore):
         with self._lock:
             try:
                 conn = self._open()
-                with conn.begin():
-                    if self._mirrors_state:
-                        self._row_store().write_changes(conn, state, changes)
-                    else:
-                        self._row_store().write_everything(conn, state, changes)
+                rows = self._row_store()
+                if not self._mirrors_state:
+                    with conn.begin():
+                        rows.write_everything(conn, state, changes)
+                elif self._path is not None:
+                    _in_sqlite_transaction(conn, lambda run: rows.write_changes(run, state, changes))
+                else:
+                    with conn.begin():
+                        rows.write_changes(conn.exec_driver_sql, state, changes)
             except DBAPIError as exc:
                 if exc.connection_invalidated:  # the server went away: connect again next time
                     self._drop_connection()
                 raise StateStoreError(
                     f"Cannot write the scheduler state to {self.where}: {_reason(exc)}"
                 ) from exc
+            except sqlite3.Error as exc:
+                raise StateStoreError(f"Cannot write the scheduler state to {self.where}: {exc}") from exc
             self._mirrors_state = True
 
     def close(self) -> None:
@@ -170,7 +179,7 @@ class SqlStore(StateStore):
     def _connect(self) -> Connection:
         engine = self._make_engine()
         self._engine = engine
-        self._rows = RowStore(engine.dialect.name)
+        self._rows = RowStore(engine.dialect)
         conn = self._conn = engine.connect()
         try:
             with conn.begin():
@@ -248,6 +257,28 @@ def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
 
 def _begin_sqlite(conn: Connection) -> None:
     conn.exec_driver_sql("BEGIN")
+
+
+def _in_sqlite_transaction(conn: Connection, write: Callable[[Runner], None]) -> None:
+    """Run ``write`` in one transaction on the SQLite driver connection itself.
+
+    A flush is a handful of rows, for which SQLAlchemy's begin, execute and commit cost several times
+    the database's own work; the driver connection is the one SQLAlchemy holds, outside any transaction
+    of its own between calls. Errors are the driver's (``sqlite3.Error``); the transaction is rolled back.
+    """
+    raw: Any = conn.connection.driver_connection
+    cursor = raw.cursor()
+    try:
+        cursor.execute("BEGIN")
+        try:
+            write(cursor.executemany)
+            cursor.execute("COMMIT")
+        except BaseException:
+            if raw.in_transaction:
+                cursor.execute("ROLLBACK")
+            raise
+    finally:
+        cursor.close()
 
 
 def _reason(exc: BaseException) -> str:
