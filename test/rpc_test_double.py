@@ -39,6 +39,9 @@ class RecordedRequest:
 
     @property
     def data(self) -> Any:
+        """The kwargs sent: the ``data`` form field, or the body itself when it is JSON."""
+        if self.headers.get("Content-Type") == "application/json":
+            return json.loads(self.body)
         return json.loads(self.form["data"][0])
 
     @property
@@ -150,9 +153,7 @@ class FakeLuigid:
         name = path[len(self.prefix + "api/") :]
         kwargs = request.data if request.body else {}
         if name == "_batch" and self.batch:
-            return Reply(
-                200, {"response": [self._one_result(c["method"], c["kwargs"]) for c in kwargs["calls"]]}
-            )
+            return Reply(200, {"response": self._batch_results(kwargs["calls"], kwargs.get("stop_on_error"))})
         if name not in RPC_METHODS:
             return Reply(404, body=b"<html><title>404: Not Found</title></html>")
         result = self._one_result(name, kwargs)
@@ -160,13 +161,22 @@ class FakeLuigid:
             result.get("status", 200), result if "error" in result else {"response": result["response"]}
         )
 
+    def _batch_results(self, calls: list[dict[str, Any]], stop_on_error: bool) -> list[dict[str, Any]]:
+        results: list[dict[str, Any]] = []
+        for call in calls:
+            if stop_on_error and results and "error" in results[-1]:
+                results.append({"error": "not run: an earlier call was refused", "status": 424})
+            else:
+                results.append(self._one_result(call["method"], call["kwargs"]))
+        return results
+
     def _one_result(self, name: str, kwargs: Any) -> dict[str, Any]:
         if name not in RPC_METHODS:
             return {"error": f"No scheduler RPC method named {name!r}", "status": 404}
         try:
             with self._lock:
                 return {"response": invoke(self.scheduler, name, kwargs)}
-        except RpcArgumentError as exc:
+        except (RpcArgumentError, ValueError) as exc:  # as the real server answers them
             return {"error": str(exc), "status": 400}
 
 

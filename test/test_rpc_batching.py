@@ -45,19 +45,21 @@ def batched_calls(server: FakeLuigid) -> list[list[tuple[str, dict]]]:
     ]
 
 
-def test_fire_and_forget_calls_wait_and_go_in_one_batch_before_the_next_other_call(server):
+def test_fire_and_forget_calls_wait_and_go_in_one_request_with_the_next_other_call(server):
     client = client_for(server.url)
     client.add_worker(WORKER, {"host": "h"})
     client.add_task(task_id="A()", worker=WORKER, family="A")
     client.set_task_status_message("A()", "queued")
     assert server.requests == []
     assert client.get_work(worker=WORKER)["task_id"] == "A()"
-    assert server.api_names() == ["_batch", "get_work"]
+    assert server.api_names() == ["_batch"]
     assert [name for name, _ in batched_calls(server)[0]] == [
         "add_worker",
         "add_task",
         "set_task_status_message",
+        "get_work",
     ]
+    assert server.requests[0].data["stop_on_error"] is True
     client.close()
 
 
@@ -79,7 +81,8 @@ def test_calls_whose_answer_is_used_are_never_held(server):
     client.add_task(task_id="A()", worker=WORKER)
     client.get_work(worker=WORKER)
     client.decrease_running_task_resources("A()", {"cpu": 1})
-    assert server.api_names() == ["ping", "_batch", "get_work", "decrease_running_task_resources"]
+    assert server.api_names() == ["ping", "_batch", "decrease_running_task_resources"]
+    assert [name for name, _ in batched_calls(server)[0]] == ["add_task", "get_work"]
     client.close()
 
 
@@ -120,9 +123,40 @@ def test_a_refused_batched_call_surfaces_at_the_flush_while_the_others_are_appli
     with pytest.raises(
         RPCError, match=r"1 of 2 calls .* failed: add_task\(task_id='B\(\)'\): HTTP 400"
     ) as error:
+        client.flush()
+    assert error.value.status == 400
+    client.close()
+
+
+def test_a_call_sent_with_held_calls_does_not_run_after_one_of_them_was_refused(server):
+    client = client_for(server.url)
+    client.add_task(task_id="A()", worker=WORKER, family="A")
+    client.add_task(task_id="B()", worker=WORKER, status="NOPE")  # the scheduler refuses this status
+    with pytest.raises(RPCError, match=r"1 of 2 calls .* failed: add_task\(task_id='B\(\)'\)") as error:
         client.get_work(worker=WORKER)
     assert error.value.status == 400
-    assert server.api_names() == ["_batch"]  # the call that flushed was not sent
+    assert server.api_names() == ["_batch"]
+    assert "A()" in server.scheduler.task_list(status="PENDING")  # get_work did not run: nothing granted
+    client.close()
+
+
+def test_a_call_sent_with_held_calls_raises_its_own_refusal(server):
+    client = client_for(server.url)
+    client.add_task(task_id="A()", worker=WORKER)
+    with pytest.raises(RPCError, match=r"refused api/graph_view: HTTP 400: graph_view: max_nodes") as error:
+        client.graph_view(task_id="A()", max_nodes=-1)
+    assert error.value.status == 400
+    assert "A()" in server.scheduler.task_list(status="PENDING")
+    client.close()
+
+
+def test_a_server_error_in_a_call_sent_with_held_calls_asks_that_call_again_alone(server):
+    server.scheduler.add_task(task_id="A()", worker=WORKER, family="A")
+    server.script.append(respond(response=[{"response": None}, {"error": "boom", "status": 500}]))
+    client = client_for(server.url)
+    client.set_task_status_message("A()", "queued")
+    assert client.get_work(worker=WORKER)["task_id"] == "A()"
+    assert server.api_names() == ["_batch", "get_work"]
     client.close()
 
 
@@ -238,8 +272,8 @@ def test_calls_held_by_the_parent_are_sent_by_the_parent_only(server):
     client.add_task(task_id="A()", worker="parent")
     assert run_in_child(lambda: client.ping(worker="child")) == 0
     client.get_work(worker="parent")
-    assert server.api_names() == ["ping", "_batch", "get_work"]
-    assert len(batched_calls(server)[0]) == 1
+    assert server.api_names() == ["ping", "_batch"]
+    assert [kwargs["worker"] for _, kwargs in batched_calls(server)[0]] == ["parent", "parent"]
     client.close()
 
 

@@ -189,9 +189,36 @@ def test_a_batch_reports_each_failed_call_and_runs_the_rest(served):
     assert set(scheduler.task_list()) == {"A"}
 
 
+def test_a_batch_that_stops_on_error_runs_nothing_after_a_refused_call(served):
+    scheduler, probe = served
+    calls = [
+        {"method": "add_task", "kwargs": {"worker": W, "task_id": "A"}},
+        {"method": "add_task", "kwargs": {"worker": W, "task_id": "B", "status": "WEIRD"}},
+        {"method": "add_task", "kwargs": {"worker": W, "task_id": "C"}},
+        {"method": "get_work", "kwargs": {"worker": W}},
+    ]
+    answers = probe.call("_batch", {"calls": calls, "stop_on_error": True}).json()["response"]
+    assert answers[0] == {"response": None}
+    assert answers[1]["status"] == 400
+    not_run = {"error": "not run: call 1 (add_task) was refused", "status": 424}
+    assert answers[2:] == [not_run, not_run]
+    assert set(scheduler.task_list()) == {"A"}
+    assert scheduler.task_list(status="RUNNING") == {}
+
+
 def test_an_empty_batch_answers_an_empty_list(served):
     _, probe = served
     assert probe.batch([]).json() == {"response": []}
+
+
+def test_kwargs_may_be_the_whole_body_when_it_is_sent_as_json(served):
+    scheduler, probe = served
+    body = json.dumps({"calls": [{"method": "add_task", "kwargs": {"worker": W, "task_id": "Ü"}}]})
+    reply = probe.request(
+        "POST", "/api/_batch", body=body.encode(), headers={"Content-Type": "application/json; charset=utf-8"}
+    )
+    assert reply.json() == {"response": [{"response": None}]}
+    assert set(scheduler.task_list()) == {"Ü"}
 
 
 def test_kwargs_may_come_in_the_query_string_of_a_post(served):

@@ -15,6 +15,7 @@ from scheduler_helpers import make_scheduler
 from luigi.server import ServerSettings
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+JSON = {"Content-Type": "application/json"}
 CAP = 64 * 1024
 TOKEN = "correct-horse"
 
@@ -51,6 +52,9 @@ BAD_REQUESTS = {
     "json-trailing-garbage": (post("/api/ping", '{"worker": "w"} extra'), 400),
     "data-not-utf8": (post("/api/ping", raw=b"data=%FF%FE%FD"), 400),
     "form-with-content-encoding": (post("/api/ping", {"worker": "w"}, {"Content-Encoding": "gzip"}), 400),
+    "json-body-syntax": (post("/api/_batch", raw=b'{"calls": [', headers=JSON), 400),
+    "json-body-list": (post("/api/_batch", raw=b"[]", headers=JSON), 400),
+    "json-body-not-utf8": (post("/api/ping", raw=b'{"worker": "\xff"}', headers=JSON), 400),
     "multipart-without-boundary": (
         post("/api/ping", raw=b"x", headers={"Content-Type": "multipart/form-data"}),
         400,
@@ -101,6 +105,7 @@ BAD_REQUESTS = {
     "batch-no-calls": (post("/api/_batch", {}), 400),
     "batch-extra-key": (post("/api/_batch", {"calls": [], "also": 1}), 400),
     "batch-calls-not-list": (post("/api/_batch", {"calls": "ping"}), 400),
+    "batch-stop-on-error-not-bool": (post("/api/_batch", {"calls": [], "stop_on_error": "yes"}), 400),
     "batch-call-not-object": (post("/api/_batch", {"calls": [5]}), 400),
     "batch-method-not-string": (post("/api/_batch", {"calls": [{"method": 5}]}), 400),
     "batch-kwargs-not-object": (post("/api/_batch", {"calls": [{"method": "ping", "kwargs": ["w"]}]}), 400),

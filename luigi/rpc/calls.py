@@ -55,10 +55,14 @@ def encode_call(method: RpcMethod, args: Sequence[Any], kwargs: Mapping[str, Any
     return EncodedCall(method.name, _dumps(method.name, bound))
 
 
-def batch_payload(calls: Sequence[EncodedCall]) -> str:
-    """The ``data`` JSON of one ``/api/_batch`` request carrying ``calls`` in order."""
+def batch_payload(calls: Sequence[EncodedCall], stop_on_error: bool = False) -> str:
+    """The JSON of one ``/api/_batch`` request carrying ``calls`` in order.
+
+    With ``stop_on_error`` the server runs no call after one it refused (those answer 424).
+    """
     items = ",".join(f'{{"method":{json.dumps(c.method)},"kwargs":{c.kwargs_json}}}' for c in calls)
-    return f'{{"calls":[{items}]}}'
+    stop = ',"stop_on_error":true' if stop_on_error else ""
+    return f'{{"calls":[{items}]{stop}}}'
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The JSON API: ``/api/<method>`` for each registered RPC method, and ``/api/_batch`` for our own client.
 
-Each request's kwargs are the JSON object in the ``data`` form or query field (LUIGI_COMPAT f.1); they
-are checked against ``luigi.rpc_methods`` before the scheduler sees them. Methods that change state
+Each request's kwargs are the JSON object in the ``data`` form or query field (LUIGI_COMPAT f.1), or the
+whole body when it is sent as ``application/json`` (what our own client does for ``_batch``); they are
+checked against ``luigi.rpc_methods`` before the scheduler sees them. Methods that change state
 answer POST only. Bodies are streamed and capped, so an oversized request costs no memory.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import tornado.web
@@ -23,6 +25,7 @@ logger = logging.getLogger("luigi.server")
 
 BATCH_METHOD = "_batch"
 _CALL_KEYS = frozenset({"method", "kwargs"})
+_BATCH_KEYS = frozenset({"calls", "stop_on_error"})
 
 
 def decode_data(text: str) -> dict[str, Any]:
@@ -114,22 +117,21 @@ class _ApiHandler(JsonErrorsMixin):
             self._chunks.append(chunk)
 
     def read_data(self) -> dict[str, Any]:
-        """The JSON object in ``data`` (query or form body; ``{}`` when absent)."""
+        """The JSON object in ``data`` (query or form body; ``{}`` when absent), or a JSON body itself."""
         if self._too_large:
             limit = self.server_settings.max_body_size
             raise ClientError(
                 413, f"Request body is larger than the limit of {limit} bytes ([scheduler] max_body_size)"
             )
-        self._parse_body(b"".join(self._chunks))
+        body = b"".join(self._chunks)
+        if _is_json(self.request.headers.get("Content-Type", "")):
+            return decode_data(_utf8(body, "request body"))
+        self._parse_body(body)
         # Read raw rather than with get_argument, which would quietly turn control characters into spaces.
         values = self.request.arguments.get("data")
         if not values:
             return {}
-        try:
-            text = values[-1].decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ClientError(400, f"The 'data' field is not valid UTF-8: {exc}") from None
-        return decode_data(text)
+        return decode_data(_utf8(values[-1], "'data' field"))
 
     def _parse_body(self, body: bytes) -> None:
         self.request.body = body
@@ -150,6 +152,18 @@ class _ApiHandler(JsonErrorsMixin):
         """Finish with ``{"response": <response_json>}``."""
         self.add_cors_headers()
         self.write_json('{"response": ' + response_json + "}")
+
+
+def _is_json(content_type: str) -> bool:
+    """Whether a request's body is the kwargs object itself (``application/json``), not a form."""
+    return content_type.partition(";")[0].strip().lower() == "application/json"
+
+
+def _utf8(raw: bytes, what: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ClientError(400, f"The {what} is not valid UTF-8: {exc}") from None
 
 
 class RpcHandler(_ApiHandler):
@@ -201,11 +215,11 @@ class BatchHandler(_ApiHandler):
     def post(self) -> None:
         try:
             self.check_auth()
-            calls = parse_batch(self.read_data())
+            batch = parse_batch(self.read_data())
         except ClientError as error:
             self.refuse(error)
             return
-        parts = [self._run_one(index, method, kwargs) for index, (method, kwargs) in enumerate(calls)]
+        parts = self._run_all(batch)
         try:
             flush_scheduler(self.scheduler)  # once per batch: one transaction for all its calls
         except ClientError as error:
@@ -213,10 +227,24 @@ class BatchHandler(_ApiHandler):
             return
         self.answer("[" + ", ".join(parts) + "]")
 
-    def _run_one(self, index: int, name: str, kwargs: dict[str, Any]) -> str:
-        """One call's entry: ``{"response": r}`` or ``{"error": msg, "status": code}``."""
+    def _run_all(self, batch: Batch) -> list[str]:
+        """Each call's entry in order; with ``stop_on_error``, calls after a refused one answer 424."""
+        parts: list[str] = []
+        failed: str | None = None
+        for index, (name, kwargs) in enumerate(batch.calls):
+            if failed is not None:
+                parts.append(json.dumps({"error": f"not run: {failed} was refused", "status": 424}))
+                continue
+            part, ok = self._run_one(index, name, kwargs)
+            parts.append(part)
+            if not ok and batch.stop_on_error:
+                failed = f"call {index} ({name})"
+        return parts
+
+    def _run_one(self, index: int, name: str, kwargs: dict[str, Any]) -> tuple[str, bool]:
+        """One call's entry, ``{"response": r}`` or ``{"error": msg, "status": code}``, and whether it ran."""
         try:
-            return '{"response": ' + call_scheduler(self.scheduler, lookup_method(name), kwargs) + "}"
+            return '{"response": ' + call_scheduler(self.scheduler, lookup_method(name), kwargs) + "}", True
         except ClientError as error:
             if error.status < 500:
                 logger.warning(
@@ -227,19 +255,31 @@ class BatchHandler(_ApiHandler):
                     error.status,
                     error.message,
                 )
-            return json.dumps({"error": error.message, "status": error.status})
+            return json.dumps({"error": error.message, "status": error.status}), False
 
 
-def parse_batch(data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """The (method, kwargs) pairs of a batch, or a 400 naming the first malformed part (nothing runs)."""
-    if set(data) != {"calls"}:
-        extra = sorted(set(data) - {"calls"})
+@dataclass(frozen=True)
+class Batch:
+    """The (method, kwargs) pairs of a ``/api/_batch`` request, and whether to stop at a refused call."""
+
+    calls: list[tuple[str, dict[str, Any]]]
+    stop_on_error: bool = False
+
+
+def parse_batch(data: dict[str, Any]) -> Batch:
+    """The calls of a batch, or a 400 naming the first malformed part (nothing runs)."""
+    if "calls" not in data or not set(data) <= _BATCH_KEYS:
+        extra = sorted(set(data) - _BATCH_KEYS)
         problem = f"unexpected keys {extra}" if extra else "missing 'calls'"
-        raise ClientError(400, f"_batch: 'data' must be {{\"calls\": [...]}} ({problem})")
-    calls = data["calls"]
+        raise ClientError(
+            400, f'_batch: \'data\' must be {{"calls": [...], "stop_on_error": false}} ({problem})'
+        )
+    calls, stop = data["calls"], data.get("stop_on_error", False)
     if not isinstance(calls, list):
         raise ClientError(400, f"_batch: 'calls' must be a list, got {type(calls).__name__}")
-    return [_parse_call(index, call) for index, call in enumerate(calls)]
+    if not isinstance(stop, bool):
+        raise ClientError(400, f"_batch: 'stop_on_error' must be true or false, got {stop!r:.80}")
+    return Batch([_parse_call(index, call) for index, call in enumerate(calls)], stop)
 
 
 def _parse_call(index: int, call: Any) -> tuple[str, dict[str, Any]]:
