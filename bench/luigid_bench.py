@@ -5,9 +5,12 @@
     .venv/bin/python -m bench.luigid_bench --latency-only
 
 Each case gets a fresh ``luigid`` (own port and state file) and runs ``luigi.build(..., scheduler_url=...)``
-in a subprocess with its own ``BENCH_DIR``. luigid's peak RSS is its kernel high-water mark (VmHWM), or
-the largest RSS psutil saw while polling where that is not available. The latency case adds 100,000
-pending tasks through the batched client, then times 1,000 ``get_work`` calls of the worker that added them.
+in a subprocess with its own ``BENCH_DIR`` for the task outputs, under ``$BENCH_ROOT`` when set
+(``BENCH_ROOT=/dev/shm`` takes the disk's file-creation cost out of the figures, as for
+``bench.engine_bench``; luigid's state file stays in the system temp dir). luigid's peak RSS is its kernel
+high-water mark (VmHWM), or the largest RSS psutil saw while polling where that is not available. The
+latency case adds 100,000 pending tasks through the batched client, then times 1,000 ``get_work`` calls
+of the worker that added them.
 """
 
 from __future__ import annotations
@@ -101,9 +104,10 @@ def run_case(shape: str, n: int, workers: int, url: str) -> dict[str, float]:
 
 
 def measure_case(shape: str, n: int, workers: int) -> dict[str, float]:
-    with tempfile.TemporaryDirectory(prefix="luigid-bench-") as folder:
-        outputs = os.path.join(folder, "out")
-        os.mkdir(outputs)
+    with (
+        tempfile.TemporaryDirectory(prefix="luigid-bench-") as folder,
+        tempfile.TemporaryDirectory(prefix="luigid-bench-out-", dir=os.environ.get("BENCH_ROOT")) as outputs,
+    ):
         with luigid(folder) as (url, pid):
             rss = PeakRss(pid)
             out = subprocess.run(
