@@ -11,8 +11,9 @@ still run due housekeeping (``prune``) first, as Luigi's do.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
@@ -65,29 +66,45 @@ class RpcMethod:
         """The named parameters, in declaration order."""
         return tuple(p.name for p in self.parameters)
 
+    @cached_property
+    def _known(self) -> dict[str, RpcParameter]:
+        return {p.name: p for p in self.parameters}
+
+    @cached_property
+    def _defaults(self) -> dict[str, Any]:
+        return {p.name: p.default for p in self.parameters if not p.required}
+
+    @cached_property
+    def _required(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.parameters if p.required)
+
     def bind(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The full argument dict (defaults filled in), or RpcArgumentError naming the problem."""
+        return {**self._defaults, **self.check(kwargs)}
+
+    def check(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments this method takes from ``kwargs`` (unknown ones dropped when ``lenient``), with
+        their types checked; RpcArgumentError names the first problem. Defaults are not filled in."""
         if not isinstance(kwargs, Mapping):
             raise RpcArgumentError(f"{self.name}: arguments must be a JSON object, got {kwargs!r}")
-        known = {p.name: p for p in self.parameters}
-        bound: dict[str, Any] = {}
+        known = self._known
+        checked: dict[str, Any] = {}
         for name, value in kwargs.items():
             parameter = known.get(name)
             if parameter is not None:
                 _check_type(self.name, name, parameter.kind, value)
-                bound[name] = value
             elif self.var_keyword is not None:
                 _check_type(self.name, name, self.var_keyword_kind, value)
-                bound[name] = value
-            elif not self.lenient:
+            elif self.lenient:
+                continue
+            else:
                 expected = ", ".join(self.parameter_names) or "no arguments"
                 raise RpcArgumentError(f"{self.name}: unexpected argument {name!r} (it takes: {expected})")
-        for parameter in self.parameters:
-            if parameter.name not in bound:
-                if parameter.required:
-                    raise RpcArgumentError(f"{self.name}: missing required argument {parameter.name!r}")
-                bound[parameter.name] = parameter.default
-        return bound
+            checked[name] = value
+        for name in self._required:
+            if name not in checked:
+                raise RpcArgumentError(f"{self.name}: missing required argument {name!r}")
+        return checked
 
 
 def _param(name: str, kind: str = "any", default: Any = REQUIRED) -> RpcParameter:
@@ -300,13 +317,18 @@ _TYPE_CHECKS: dict[str, tuple[Any, str]] = {
 
 
 def _check_type(method: str, argument: str, kind: str, value: Any) -> None:
-    nullable = kind.endswith("?")
-    if nullable and value is None:
+    check, nullable, description = _CHECKS_BY_KIND[kind]
+    if (nullable and value is None) or check(value):
         return
-    check, description = _TYPE_CHECKS[kind.rstrip("?")]
-    if not check(value):
-        also = " or null" if nullable else ""
-        raise RpcArgumentError(
-            f"{method}: argument {argument!r} must be {description}{also}, "
-            f"got {value!r} ({type(value).__name__})"
-        )
+    also = " or null" if nullable else ""
+    raise RpcArgumentError(
+        f"{method}: argument {argument!r} must be {description}{also}, got {value!r} ({type(value).__name__})"
+    )
+
+
+# Each kind, with and without a trailing "?" (null allowed): (check, nullable, description).
+_CHECKS_BY_KIND: dict[str, tuple[Callable[[Any], bool], bool, str]] = {
+    kind + suffix: (check, suffix == "?", description)
+    for kind, (check, description) in _TYPE_CHECKS.items()
+    for suffix in ("", "?")
+}
