@@ -1,4 +1,4 @@
-"""Where the remote scheduler lives: parsing ``scheduler_url`` into a connection factory and auth header.
+"""Where the remote scheduler lives: parsing ``scheduler_url`` into a socket factory and auth header.
 
 Supports ``http://``, ``https://`` and ``http+unix://<percent-encoded socket path>/`` URLs, with optional
 ``user:password@`` credentials (sent as HTTP Basic auth) and a path prefix the API is mounted under.
@@ -7,7 +7,6 @@ Supports ``http://``, ``https://`` and ``http+unix://<percent-encoded socket pat
 from __future__ import annotations
 
 import base64
-import http.client
 import socket
 import ssl
 from dataclasses import dataclass
@@ -15,24 +14,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 _SCHEMES = ("http", "https", "http+unix")
 _UNIX_HOST_HEADER = "localhost"
-
-
-class UnixHTTPConnection(http.client.HTTPConnection):
-    """An ``HTTPConnection`` whose socket is a Unix domain socket at ``socket_path``."""
-
-    def __init__(self, socket_path: str, timeout: float | None = None) -> None:
-        super().__init__(_UNIX_HOST_HEADER, timeout=timeout)
-        self.socket_path = socket_path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.settimeout(self.timeout)
-            sock.connect(self.socket_path)
-        except OSError:
-            sock.close()
-            raise
-        self.sock = sock
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass(frozen=True)
@@ -51,15 +33,44 @@ class SchedulerAddress:
         """The request path of ``url_suffix`` (e.g. ``api/get_work``) under the mount point."""
         return self.base_path + url_suffix.lstrip("/")
 
-    def new_connection(self, timeout: float | None) -> http.client.HTTPConnection:
-        """A fresh, not yet connected, connection to the scheduler."""
+    @property
+    def host_header(self) -> str:
+        """The ``Host`` header, as ``http.client`` sends it: the port only when not the scheme's default."""
         if self.socket_path is not None:
-            return UnixHTTPConnection(self.socket_path, timeout=timeout)
-        if self.scheme == "https":
-            return http.client.HTTPSConnection(
-                self.host, self.port, timeout=timeout, context=ssl.create_default_context()
-            )
-        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+            return _UNIX_HOST_HEADER
+        host = self.host if self.host.isascii() else self.host.encode("idna").decode("ascii")
+        if ":" in host:  # an IPv6 literal
+            host = f"[{host}]"
+        if self.port is None or self.port == _DEFAULT_PORTS[self.scheme]:
+            return host
+        return f"{host}:{self.port}"
+
+    def open_socket(self, timeout: float | None) -> socket.socket:
+        """A socket connected to the scheduler: Unix, TCP, or verified TLS over TCP (with SNI) for https."""
+        if self.socket_path is not None:
+            return _open_unix_socket(self.socket_path, timeout)
+        port = self.port if self.port is not None else _DEFAULT_PORTS[self.scheme]
+        sock = socket.create_connection((self.host, port), timeout)
+        try:
+            # Requests are one small write each; Nagle would hold them back waiting for an ACK.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.scheme == "https":
+                return ssl.create_default_context().wrap_socket(sock, server_hostname=self.host)
+        except OSError:
+            sock.close()
+            raise
+        return sock
+
+
+def _open_unix_socket(socket_path: str, timeout: float | None) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(socket_path)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def parse_scheduler_url(url: str) -> SchedulerAddress:
