@@ -211,6 +211,29 @@ def test_an_empty_batch_answers_an_empty_list(served):
     assert probe.batch([]).json() == {"response": []}
 
 
+def test_a_json_batch_answers_exactly_as_a_form_batch_with_the_same_headers(fixed_message_ids):
+    calls = [{"method": name, "kwargs": kwargs} for name, kwargs in SCENARIO]
+    body = json.dumps({"calls": calls}).encode()
+    replies = []
+    for as_json_body in (False, True):
+        scheduler, _clock = make_scheduler()
+        with serving_in_thread(scheduler) as server:
+            probe = probe_for(server)
+            if as_json_body:
+                reply = probe.request(
+                    "POST", "/api/_batch", body=body, headers={"Content-Type": "application/json"}
+                )
+            else:
+                reply = probe.batch(calls)
+            replies.append((reply, scheduler.task_list(), scheduler.worker_list()))
+    (form, form_tasks, form_workers), (fast, fast_tasks, fast_workers) = replies
+    assert fast.status == form.status == 200
+    assert fast.json() == form.json()
+    assert (fast_tasks, fast_workers) == (form_tasks, form_workers)
+    for header in ("Content-Type", "Server", "Content-Security-Policy"):
+        assert fast.headers[header] == form.headers[header], header
+
+
 def test_kwargs_may_be_the_whole_body_when_it_is_sent_as_json(served):
     scheduler, probe = served
     body = json.dumps({"calls": [{"method": "add_task", "kwargs": {"worker": W, "task_id": "Ü"}}]})
@@ -359,6 +382,23 @@ def test_cors_answers_name_an_allowed_origin_and_ignore_others():
     assert allowed.headers["Access-Control-Allow-Credentials"] == "true"
     assert "Access-Control-Allow-Origin" not in other.headers
     assert other.status == 200
+
+
+def test_cors_headers_are_on_json_batch_answers_too():
+    body = json.dumps({"calls": [{"method": "is_paused", "kwargs": {}}]}).encode()
+    headers = {"Content-Type": "application/json"}
+    with cors_server(allowed_origins=("http://ui.example",), allow_credentials=True) as server:
+        probe = probe_for(server)
+        allowed = probe.request(
+            "POST", "/api/_batch", body=body, headers={**headers, "Origin": "http://ui.example"}
+        )
+        other = probe.request(
+            "POST", "/api/_batch", body=body, headers={**headers, "Origin": "http://evil.example"}
+        )
+    assert allowed.headers["Access-Control-Allow-Origin"] == "http://ui.example"
+    assert allowed.headers["Access-Control-Allow-Credentials"] == "true"
+    assert "Access-Control-Allow-Origin" not in other.headers
+    assert allowed.json() == other.json() == {"response": [{"response": {"paused": False}}]}
 
 
 def test_cors_any_origin_and_null_origin_options():

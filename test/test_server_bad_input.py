@@ -31,6 +31,11 @@ def post(path: str, data: Any = None, headers: dict[str, str] | None = None, raw
     return ("POST", path, body, {**FORM, **(headers or {})})
 
 
+def post_json(path: str, data: Any, headers: dict[str, str] | None = None):
+    """A POST whose body is ``data`` as JSON (what our own client sends to ``/api/_batch``)."""
+    return ("POST", path, json.dumps(data).encode(), {**JSON, **(headers or {})})
+
+
 def get(path: str, data: Any = None, headers: dict[str, str] | None = None):
     query = "" if data is None else "?data=" + quote(data if isinstance(data, str) else json.dumps(data))
     return ("GET", path + query, None, headers or {})
@@ -114,6 +119,10 @@ BAD_REQUESTS = {
         400,
     ),
     "batch-bad-json": (post("/api/_batch", '{"calls": [}'), 400),
+    # the same through the JSON body our own client sends (served by luigi.server.fast_batch)
+    "json-batch-extra-key": (post_json("/api/_batch", {"calls": [], "also": 1}), 400),
+    "json-batch-call-not-object": (post_json("/api/_batch", {"calls": ["add_task"]}), 400),
+    "json-batch-over-cap": (post_json("/api/_batch", {"calls": [], "pad": "x" * (CAP + 1)}), 413),
 }
 
 AUTH_REQUESTS = {
@@ -124,6 +133,16 @@ AUTH_REQUESTS = {
     "basic-scheme": (post("/api/ping", {"worker": "w"}, {"Authorization": f"Basic {TOKEN}"}), 401),
     "batch-without-token": (
         post("/api/_batch", {"calls": [{"method": "ping", "kwargs": {"worker": "n"}}]}),
+        401,
+    ),
+    "json-batch-without-token": (
+        post_json("/api/_batch", {"calls": [{"method": "add_task", "kwargs": T}]}),
+        401,
+    ),
+    "json-batch-wrong-token": (
+        post_json(
+            "/api/_batch", {"calls": [{"method": "add_task", "kwargs": T}]}, {"Authorization": "Bearer x"}
+        ),
         401,
     ),
     "read-without-token": (get("/api/task_list"), 401),

@@ -87,6 +87,41 @@ def flush_scheduler(scheduler: Any) -> None:
         raise ClientError(500, f"The change was applied but could not be saved: {exc}") from None
 
 
+class CappedBody:
+    """A request body collected up to ``[scheduler] max_body_size``; past it, only counted.
+
+    Errors wait until the body has been read: answering earlier would make tornado close the connection
+    under a client still sending, which then never sees the answer.
+    """
+
+    def __init__(self, request: httputil.HTTPServerRequest, settings: ServerSettings) -> None:
+        self._limit = settings.max_body_size
+        self._chunks: list[bytes] = []
+        self._received = 0
+        declared = request.headers.get("Content-Length", "")
+        self._too_large = declared.isdigit() and int(declared) > self._limit
+        connection: Any = request.connection
+        if hasattr(connection, "set_max_body_size"):  # HTTP/1 connections; others keep the server's limit
+            connection.set_max_body_size(settings.connection_body_limit)
+
+    def add(self, chunk: bytes) -> None:
+        self._received += len(chunk)
+        if self._received > self._limit:
+            self._too_large = True
+            self._chunks.clear()
+        elif not self._too_large:
+            self._chunks.append(chunk)
+
+    def take(self) -> bytes:
+        """The whole body, or a 413 when it was larger than the cap."""
+        if self._too_large:
+            raise ClientError(
+                413,
+                f"Request body is larger than the limit of {self._limit} bytes ([scheduler] max_body_size)",
+            )
+        return b"".join(self._chunks)
+
+
 @tornado.web.stream_request_body
 class _ApiHandler(JsonErrorsMixin):
     """Collects the request body up to the cap; reading ``data`` then raises ClientError on bad input."""
@@ -94,44 +129,27 @@ class _ApiHandler(JsonErrorsMixin):
     def initialize(self, server_settings: ServerSettings, scheduler: Any) -> None:  # type: ignore[override]
         super().initialize(server_settings)
         self.scheduler = scheduler
-        self._chunks: list[bytes] = []
-        self._received = 0
-        self._too_large = False
+        self._body: CappedBody | None = None
 
     def prepare(self) -> None:
-        # Errors wait until the body has been read: answering earlier would make tornado close the
-        # connection under a client still sending, which then never sees the answer.
-        limit = self.server_settings.max_body_size
-        declared = self.request.headers.get("Content-Length", "")
-        self._too_large = declared.isdigit() and int(declared) > limit
-        connection: Any = self.request.connection
-        if hasattr(connection, "set_max_body_size"):  # HTTP/1 connections; others keep the server's limit
-            connection.set_max_body_size(self.server_settings.connection_body_limit)
+        self._body = CappedBody(self.request, self.server_settings)
 
     def data_received(self, chunk: bytes) -> None:
-        self._received += len(chunk)
-        if self._received > self.server_settings.max_body_size:
-            self._too_large = True
-            self._chunks.clear()
-        elif not self._too_large:
-            self._chunks.append(chunk)
+        assert self._body is not None
+        self._body.add(chunk)
 
     def read_data(self) -> dict[str, Any]:
         """The JSON object in ``data`` (query or form body; ``{}`` when absent), or a JSON body itself."""
-        if self._too_large:
-            limit = self.server_settings.max_body_size
-            raise ClientError(
-                413, f"Request body is larger than the limit of {limit} bytes ([scheduler] max_body_size)"
-            )
-        body = b"".join(self._chunks)
-        if _is_json(self.request.headers.get("Content-Type", "")):
-            return decode_data(_utf8(body, "request body"))
+        assert self._body is not None
+        body = self._body.take()
+        if is_json_content(self.request.headers.get("Content-Type", "")):
+            return decode_data(utf8_text(body, "request body"))
         self._parse_body(body)
         # Read raw rather than with get_argument, which would quietly turn control characters into spaces.
         values = self.request.arguments.get("data")
         if not values:
             return {}
-        return decode_data(_utf8(values[-1], "'data' field"))
+        return decode_data(utf8_text(values[-1], "'data' field"))
 
     def _parse_body(self, body: bytes) -> None:
         self.request.body = body
@@ -154,12 +172,13 @@ class _ApiHandler(JsonErrorsMixin):
         self.write_json('{"response": ' + response_json + "}")
 
 
-def _is_json(content_type: str) -> bool:
+def is_json_content(content_type: str) -> bool:
     """Whether a request's body is the kwargs object itself (``application/json``), not a form."""
     return content_type.partition(";")[0].strip().lower() == "application/json"
 
 
-def _utf8(raw: bytes, what: str) -> str:
+def utf8_text(raw: bytes, what: str) -> str:
+    """``raw`` decoded as UTF-8, or a 400 naming ``what`` was not."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -219,7 +238,7 @@ class BatchHandler(_ApiHandler):
         except ClientError as error:
             self.refuse(error)
             return
-        parts = self._run_all(batch)
+        parts = run_batch(self.scheduler, batch, self.request.remote_ip)
         try:
             flush_scheduler(self.scheduler)  # once per batch: one transaction for all its calls
         except ClientError as error:
@@ -227,35 +246,39 @@ class BatchHandler(_ApiHandler):
             return
         self.answer("[" + ", ".join(parts) + "]")
 
-    def _run_all(self, batch: Batch) -> list[str]:
-        """Each call's entry in order; with ``stop_on_error``, calls after a refused one answer 424."""
-        parts: list[str] = []
-        failed: str | None = None
-        for index, (name, kwargs) in enumerate(batch.calls):
-            if failed is not None:
-                parts.append(json.dumps({"error": f"not run: {failed} was refused", "status": 424}))
-                continue
-            part, ok = self._run_one(index, name, kwargs)
-            parts.append(part)
-            if not ok and batch.stop_on_error:
-                failed = f"call {index} ({name})"
-        return parts
 
-    def _run_one(self, index: int, name: str, kwargs: dict[str, Any]) -> tuple[str, bool]:
-        """One call's entry, ``{"response": r}`` or ``{"error": msg, "status": code}``, and whether it ran."""
-        try:
-            return '{"response": ' + call_scheduler(self.scheduler, lookup_method(name), kwargs) + "}", True
-        except ClientError as error:
-            if error.status < 500:
-                logger.warning(
-                    "_batch call %d (%s) from %s refused (%d): %s",
-                    index,
-                    name,
-                    self.request.remote_ip,
-                    error.status,
-                    error.message,
-                )
-            return json.dumps({"error": error.message, "status": error.status}), False
+def run_batch(scheduler: Any, batch: Batch, client: str | None) -> list[str]:
+    """Each call's JSON entry in order; with ``stop_on_error``, calls after a refused one answer 424."""
+    parts: list[str] = []
+    failed: str | None = None
+    for index, (name, kwargs) in enumerate(batch.calls):
+        if failed is not None:
+            parts.append(json.dumps({"error": f"not run: {failed} was refused", "status": 424}))
+            continue
+        part, ok = _run_one(scheduler, index, name, kwargs, client)
+        parts.append(part)
+        if not ok and batch.stop_on_error:
+            failed = f"call {index} ({name})"
+    return parts
+
+
+def _run_one(
+    scheduler: Any, index: int, name: str, kwargs: dict[str, Any], client: str | None
+) -> tuple[str, bool]:
+    """One call's entry, ``{"response": r}`` or ``{"error": msg, "status": code}``, and whether it ran."""
+    try:
+        return '{"response": ' + call_scheduler(scheduler, lookup_method(name), kwargs) + "}", True
+    except ClientError as error:
+        if error.status < 500:
+            logger.warning(
+                "_batch call %d (%s) from %s refused (%d): %s",
+                index,
+                name,
+                client,
+                error.status,
+                error.message,
+            )
+        return json.dumps({"error": error.message, "status": error.status}), False
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import tornado.web
@@ -37,6 +38,24 @@ class ClientError(Exception):
         self.headers = headers or {}
 
 
+def check_bearer_token(settings: ServerSettings, headers: Mapping[str, str]) -> None:
+    """ClientError 401 unless ``headers`` carry the configured bearer token (when there is one)."""
+    expected = settings.auth_token
+    if expected is None:
+        return
+    scheme, _, given = headers.get("Authorization", "").partition(" ")
+    supplied = given.strip() if scheme.lower() == "bearer" else ""
+    # compare_digest takes the same time wherever the strings differ, so the token cannot be guessed
+    # byte by byte from response times.
+    if not supplied or not hmac.compare_digest(supplied.encode(), expected.encode()):
+        reason = "missing" if "Authorization" not in headers else "wrong"
+        raise ClientError(
+            401,
+            f"Authentication required: {reason} bearer token (send 'Authorization: Bearer <token>')",
+            {"WWW-Authenticate": 'Bearer realm="luigid"'},
+        )
+
+
 class JsonErrorsMixin(tornado.web.RequestHandler):
     """Answers every error as JSON, adds CORS headers and checks the bearer token."""
 
@@ -57,20 +76,7 @@ class JsonErrorsMixin(tornado.web.RequestHandler):
 
     def check_auth(self) -> None:
         """Refuse the request (401) unless it carries the configured bearer token (when there is one)."""
-        expected = self.server_settings.auth_token
-        if expected is None:
-            return
-        scheme, _, given = self.request.headers.get("Authorization", "").partition(" ")
-        supplied = given.strip() if scheme.lower() == "bearer" else ""
-        # compare_digest takes the same time wherever the strings differ, so the token cannot be guessed
-        # byte by byte from response times.
-        if not supplied or not hmac.compare_digest(supplied.encode(), expected.encode()):
-            reason = "missing" if "Authorization" not in self.request.headers else "wrong"
-            raise ClientError(
-                401,
-                f"Authentication required: {reason} bearer token (send 'Authorization: Bearer <token>')",
-                {"WWW-Authenticate": 'Bearer realm="luigid"'},
-            )
+        check_bearer_token(self.server_settings, self.request.headers)
 
     def refuse(self, error: ClientError) -> None:
         """Answer ``error`` as JSON and log it in one line (server errors were logged where they happened)."""

@@ -20,6 +20,7 @@ import tornado.ioloop
 import tornado.netutil
 
 from luigi.server.app import app
+from luigi.server.fast_batch import ApiRouter
 from luigi.server.handlers import VISUALISER_PATH
 from luigi.server.settings import ServerSettings
 
@@ -100,9 +101,8 @@ class SchedulerServer:
         self._stopping = asyncio.Event()
         if self._stop_requested:
             self._stopping.set()
-        http = tornado.httpserver.HTTPServer(
-            app(self.scheduler, self.settings), max_body_size=self.settings.connection_body_limit
-        )
+        router = ApiRouter(app(self.scheduler, self.settings), self.scheduler, self.settings)
+        http = tornado.httpserver.HTTPServer(router, max_body_size=self.settings.connection_body_limit)
         http.add_sockets(self.sockets)
         pruning = tornado.ioloop.PeriodicCallback(self._prune, self.settings.prune_interval * 1000.0)
         pruning.start()
