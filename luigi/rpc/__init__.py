@@ -52,6 +52,9 @@ _MAX_BATCH_BYTES = 1 << 20  # also send once this much JSON is held (the server 
 _FIRST_RETRY_WAIT = 1.0  # seconds; doubled after each failed attempt, up to rpc_retry_wait
 _NO_BATCH_ENDPOINT = frozenset({404, 405, 501})  # how a server without /api/_batch answers it
 _EXIT_FLUSH_LOCK_TIMEOUT = 5.0
+# This process's id, renewed in a forked child by _reset_clients_in_child: os.getpid() is a system call,
+# and a client checks on every call that its socket and held calls belong to this process.
+_this_process: list[int] = [os.getpid()]
 
 
 class RPCError(Exception):
@@ -105,7 +108,7 @@ class _ProcessState:
     """What must not cross a fork: the socket, the held calls, and the lock guarding both."""
 
     connection: KeepAliveConnection
-    pid: int = field(default_factory=os.getpid)
+    pid: int = field(default_factory=lambda: _this_process[0])
     lock: threading.RLock = field(default_factory=threading.RLock)
     buffer: list[EncodedCall] = field(default_factory=list)
     buffered_bytes: int = 0
@@ -407,7 +410,7 @@ class RemoteScheduler:
     def _own_state(self) -> _ProcessState:
         """This process's socket and held calls; a forked child never uses its parent's."""
         state = self._state
-        if state.pid != os.getpid():
+        if state.pid != _this_process[0]:
             self._forget_parent_state()
             state = self._state
         return state
@@ -422,7 +425,7 @@ class RemoteScheduler:
 
     def _flush_at_exit(self) -> None:
         state = self._state
-        if state.pid != os.getpid() or not state.buffer:
+        if state.pid != _this_process[0] or not state.buffer:
             return
         if not state.lock.acquire(timeout=_EXIT_FLUSH_LOCK_TIMEOUT):
             logger.error(
@@ -549,6 +552,7 @@ _LIVE_CLIENTS: weakref.WeakSet[RemoteScheduler] = weakref.WeakSet()
 
 
 def _reset_clients_in_child() -> None:
+    _this_process[0] = os.getpid()
     for client in list(_LIVE_CLIENTS):
         client._forget_parent_state()
 
