@@ -150,6 +150,16 @@ def test_a_call_sent_with_held_calls_raises_its_own_refusal(server):
     client.close()
 
 
+def test_a_null_get_work_answer_in_a_batch_is_asked_again_alone(server):
+    server.scheduler.add_task(task_id="A()", worker=WORKER, family="A")
+    server.script.append(respond(response=[{"response": None}, {"response": None}]))
+    client = client_for(server.url)
+    client.set_task_status_message("A()", "queued")
+    assert client.get_work(worker=WORKER)["task_id"] == "A()"
+    assert server.api_names() == ["_batch", "get_work"]
+    client.close()
+
+
 def test_a_server_error_in_a_call_sent_with_held_calls_asks_that_call_again_alone(server):
     server.scheduler.add_task(task_id="A()", worker=WORKER, family="A")
     server.script.append(respond(response=[{"response": None}, {"error": "boom", "status": 500}]))

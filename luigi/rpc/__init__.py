@@ -233,16 +233,18 @@ class RemoteScheduler:
             self._stop_batching(exc)
             self._send_one_by_one(held, state)
             return self._request(f"api/{method.name}", call.kwargs_json, method.attempts, method.allow_null)
-        calls = [*held, call]
-        errors = [error for error in self._batch_errors(calls, reply) if error.call is not call]
+        errors = [error for error in self._batch_errors([*held, call], reply) if error.call is not call]
         if errors:
             raise self._batch_failure(len(held), errors)
-        last = reply[-1]
-        if "error" not in last:
-            if last["response"] is not None or method.allow_null:
-                return last["response"]
-        elif not (isinstance(last.get("status"), int) and last["status"] >= 500):
-            error = SchedulerHTTPError(last.get("status") or 400, str(last["error"]), f"api/{method.name}")
+        return self._own_answer(method, call, reply[-1])
+
+    def _own_answer(self, method: RpcMethod, call: EncodedCall, entry: dict[str, Any]) -> Any:
+        """``call``'s response from its batch entry; a server error or an unwanted null asks again alone."""
+        if "error" not in entry:
+            if entry["response"] is not None or method.allow_null:
+                return entry["response"]
+        elif not (isinstance(entry.get("status"), int) and entry["status"] >= 500):
+            error = SchedulerHTTPError(entry.get("status") or 400, str(entry["error"]), f"api/{method.name}")
             raise RPCError(
                 f"Remote scheduler {self._address.url!r} refused api/{method.name}: "
                 f"HTTP {error.status}: {error.message}",
