@@ -130,33 +130,44 @@ def test_failed_ping_is_logged_and_retried(caplog):
     assert "Failed pinging scheduler" in caplog.text
 
 
-def test_a_message_arriving_before_the_task_process_starts_is_held_and_delivered(tmp_path):
-    class EarlyListener(Task):
+@pytest.mark.parametrize(("processes", "gap"), [(1, "before-start"), (2, "before-start"), (2, "before-slot")])
+def test_a_message_fetched_by_a_ping_before_the_task_started_still_reaches_it(tmp_path, processes, gap):
+    """The keep-alive ping can fetch a message for a task in the moment between the grant and the start."""
+
+    class Listener(Task):
         accepts_messages = True
 
         def output(self):
-            return LocalTarget(str(tmp_path / "early"))
+            return LocalTarget(str(tmp_path / "heard"))
 
         def run(self):
-            message = self.scheduler_messages.get(timeout=20)
+            message = self.scheduler_messages.get(timeout=5)
             message.respond(f"heard {message.content}")
             with self.output().open("w") as out:
                 out.write(str(message))
 
     scheduler = LockedScheduler(Scheduler())
-    task_id = EarlyListener().task_id
-    with Worker(scheduler=scheduler, worker_processes=2, ping_interval=0.02) as worker:
-        real_start = worker._children.start
-        sent = {}
+    task_id = Listener().task_id
+    sent = {}
+    with Worker(scheduler=scheduler, worker_processes=processes, ping_interval=3600) as worker:
 
-        def start_after_a_message(*args, **kwargs):
-            # the keep-alive thread delivered a message in the gap between grant and process start
-            sent.update(scheduler.send_scheduler_message(worker=worker._id, task=task_id, content="early?"))
-            worker.dispatch_scheduler_message(task_id, sent["message_id"], "early?")
-            return real_start(*args, **kwargs)
+        def ping_in_the_gap(real):
+            def patched(*args, **kwargs):
+                # what the keep-alive thread does: fetch the queued messages, then dispatch them
+                sent.update(
+                    scheduler.send_scheduler_message(worker=worker._id, task=task_id, content="soon?")
+                )
+                for message in scheduler.ping(worker=worker._id)["rpc_messages"]:
+                    worker._handle_rpc_message(message)
+                return real(*args, **kwargs)
 
-        worker._children.start = start_after_a_message
-        worker.add(EarlyListener())
+            return patched
+
+        if gap == "before-start":
+            worker._start_task = ping_in_the_gap(worker._start_task)
+        else:
+            worker._children.start = ping_in_the_gap(worker._children.start)
+        worker.add(Listener())
         assert worker.run() is True
     answer = scheduler.get_scheduler_message_response(task_id=task_id, message_id=sent["message_id"])
-    assert answer["response"] == "heard early?"
+    assert answer["response"] == "heard soon?"

@@ -32,6 +32,7 @@ from luigi.worker.child_pool import ChildPool
 from luigi.worker.completion import CompletionChecker, CompletionCheckError, check_complete
 from luigi.worker.config import worker
 from luigi.worker.keep_alive import KeepAliveThread, SerializedScheduler, should_stay_alive
+from luigi.worker.messages import MessageRouter
 from luigi.worker.reconnect import SchedulerRetrier
 from luigi.worker.task_process import (
     SchedulerMessage,
@@ -115,6 +116,7 @@ class Worker:
         self._batch_running_tasks: dict[str, list[Task]] = {}
         self._batch_families_sent: set[str] = set()
         self._running_tasks: dict[str, TaskProcess] = {}
+        self._messages = MessageRouter(self._deliver_message)
         self._children = ChildPool()
         self._outcomes: collections.deque[TaskOutcome] = collections.deque()
         self._walked: set[str] = set()  # task ids add() has reported since the last run()
@@ -195,8 +197,14 @@ class Worker:
         self._rpc.add_worker(self._id, {"workers": self.worker_processes})
 
     def dispatch_scheduler_message(self, task_id: str, message_id: str, content: Any, **kwargs: Any) -> None:
-        """Hand a scheduler message to the running task it is for, if that task accepts messages."""
-        task_id = str(task_id)
+        """Hand a scheduler message to the task it is for (held until that task has started here)."""
+        self._messages.dispatch(
+            {**kwargs, "task_id": str(task_id), "message_id": message_id, "content": content}
+        )
+
+    def _deliver_message(self, message: dict[str, Any]) -> None:
+        """Give a message to its running task: through its slot's pipe, or its in-process queue."""
+        task_id, message_id = message["task_id"], message["message_id"]
         process = self._running_tasks.get(task_id)
         if process is None or not process.task.accepts_messages:
             logger.warning(
@@ -207,13 +215,12 @@ class Worker:
             return
         slot = self._children.slot_running(task_id)
         if slot is not None:
-            message = {**kwargs, "task_id": task_id, "message_id": message_id, "content": content}
             if not slot.deliver_message(message):
                 logger.warning("Could not pass scheduler message %s to task %s", message_id, task_id)
         elif process.status_reporter.scheduler_messages is not None:
-            process.status_reporter.scheduler_messages.put(
-                SchedulerMessage(self._rpc, task_id, message_id, content, **kwargs)
-            )
+            process.status_reporter.scheduler_messages.put(SchedulerMessage(self._rpc, **message))
+        else:
+            logger.warning("Dropping scheduler message %s: task %s has just finished", message_id, task_id)
 
     # -- add: telling the scheduler about the graph ---------------------------------------------------
 
@@ -523,6 +530,7 @@ class Worker:
         )
         self._running_tasks[task_id] = process
         if not fork:
+            self._messages.open(task_id)
             self._outcomes.append(process.run())
             return
         deadline = time.time() + timeout if timeout else None
@@ -533,6 +541,8 @@ class Worker:
             self._outcomes.append(
                 TaskOutcome(task_id, FAILED, f"Could not start a process for {task}: {exc}")
             )
+        else:
+            self._messages.open(task_id)
 
     def _collect_outcomes(self, block: bool) -> None:
         """Handle finished tasks; with ``block``, wait (at most ``wait_interval``) for one to finish."""
@@ -547,6 +557,7 @@ class Worker:
         task = self._scheduled_tasks.get(outcome.task_id)
         if task is None or self._running_tasks.pop(outcome.task_id, None) is None:
             return  # not a task we are running (a stale report)
+        self._messages.close(outcome.task_id)
         new_dep_ids = self._add_dynamic_dependencies(task, outcome) if outcome.new_deps else []
         if outcome.status == FAILED and not (is_external(task) and self._config.retry_external_tasks):
             self._send_email(
