@@ -234,17 +234,18 @@ class BatchHandler(_ApiHandler):
     def post(self) -> None:
         try:
             self.check_auth()
-            batch = parse_batch(self.read_data())
+            response_json = serve_batch(self.scheduler, self.read_data(), self.request.remote_ip)
         except ClientError as error:
             self.refuse(error)
             return
-        parts = run_batch(self.scheduler, batch, self.request.remote_ip)
-        try:
-            flush_scheduler(self.scheduler)  # once per batch: one transaction for all its calls
-        except ClientError as error:
-            self.refuse(error)
-            return
-        self.answer("[" + ", ".join(parts) + "]")
+        self.answer(response_json)
+
+
+def serve_batch(scheduler: Any, data: dict[str, Any], client: str | None) -> str:
+    """The ``response`` JSON of a ``_batch`` request's ``data``: its calls run in order, then one flush."""
+    parts = run_batch(scheduler, parse_batch(data), client)
+    flush_scheduler(scheduler)  # once per batch: one transaction for all its calls
+    return "[" + ", ".join(parts) + "]"
 
 
 def run_batch(scheduler: Any, batch: Batch, client: str | None) -> list[str]:

@@ -18,15 +18,7 @@ import tornado.routing
 import tornado.web
 from tornado import httputil
 
-from luigi.server.api import (
-    CappedBody,
-    decode_data,
-    flush_scheduler,
-    is_json_content,
-    parse_batch,
-    run_batch,
-    utf8_text,
-)
+from luigi.server.api import CappedBody, decode_data, is_json_content, serve_batch, utf8_text
 from luigi.server.handlers import CONTENT_SECURITY_POLICY, ClientError, check_bearer_token
 from luigi.server.settings import ServerSettings
 
@@ -82,10 +74,8 @@ class FastBatch(httputil.HTTPMessageDelegate):
 
     def _answer(self) -> str:
         check_bearer_token(self._settings, self._request.headers)
-        batch = parse_batch(decode_data(utf8_text(self._body.take(), "request body")))
-        parts = run_batch(self._scheduler, batch, self._request.remote_ip)
-        flush_scheduler(self._scheduler)  # once per batch: one transaction for all its calls
-        return '{"response": [' + ", ".join(parts) + "]}"
+        data = decode_data(utf8_text(self._body.take(), "request body"))
+        return '{"response": ' + serve_batch(self._scheduler, data, self._request.remote_ip) + "}"
 
     def _write(self, status: int, body: bytes, extra: dict[str, str]) -> None:
         headers = httputil.HTTPHeaders(
