@@ -170,6 +170,64 @@ def test_a_server_error_in_a_call_sent_with_held_calls_asks_that_call_again_alon
     client.close()
 
 
+def answered_one_batch(server: FakeLuigid, **kwargs) -> RemoteScheduler:
+    """A client that has had one /api/_batch answered, so it knows the server is one of ours."""
+    client = client_for(server.url, batch_size=2, **kwargs)
+    client.add_task(task_id="First()", worker=WORKER)
+    client.flush()
+    return client
+
+
+def test_a_full_batch_to_our_server_is_sent_without_waiting_for_its_answer(server):
+    client = answered_one_batch(server)
+    arrived, release, answered = threading.Event(), threading.Event(), threading.Event()
+
+    def slow(request):
+        arrived.set()
+        release.wait(20)
+        answered.set()
+
+    server.script.append(slow)
+    client.add_task(task_id="A()", worker=WORKER, family="A")
+    client.add_task(task_id="B()", worker=WORKER, family="B")  # fills the buffer: sent, not waited for
+    assert not answered.is_set()  # the call came back before the server answered
+    assert arrived.wait(10)  # the server is working on it while the caller goes on
+    client.add_task(task_id="C()", worker=WORKER, family="C")
+    release.set()
+    assert client.get_work(worker=WORKER)["task_id"] in {"First()", "A()", "B()", "C()"}
+    assert [[kwargs.get("task_id") for _, kwargs in batch] for batch in batched_calls(server)] == [
+        ["First()"],
+        ["A()", "B()"],
+        ["C()", None],  # the next request carried C() and get_work, after the answer was read
+    ]
+    client.close()
+
+
+def test_a_batch_whose_answer_never_comes_is_sent_again_and_nothing_is_lost(server):
+    client = answered_one_batch(server)
+    server.script.append(lambda request: DROP)  # the server takes the batch, then hangs up unanswered
+    client.add_task(task_id="A()", worker=WORKER)
+    client.add_task(task_id="B()", worker=WORKER)
+    client.flush()
+    assert {"A()", "B()"} <= set(server.scheduler.task_list(status="PENDING"))
+    assert [[kwargs["task_id"] for _, kwargs in batch] for batch in batched_calls(server)][1:] == [
+        ["A()", "B()"],
+        ["A()", "B()"],
+    ]
+    client.close()
+
+
+def test_a_refusal_in_a_batch_sent_without_waiting_raises_from_the_next_call(server):
+    client = answered_one_batch(server)
+    server.script.append(respond(response=[{"response": None}, {"error": "bad status", "status": 400}]))
+    client.add_task(task_id="A()", worker=WORKER)
+    client.add_task(task_id="B()", worker=WORKER)  # sent; its answer is read by the next call
+    with pytest.raises(RPCError, match=r"1 of 2 calls .* failed: add_task\(task_id='B\(\)'\): HTTP 400"):
+        client.get_work(worker=WORKER)
+    assert server.api_names()[-1] == "_batch"  # get_work was not sent after the refusal
+    client.close()
+
+
 def test_held_calls_that_cannot_be_delivered_are_reported_not_dropped():
     with FakeLuigid(batch=True) as server:
         url = server.url

@@ -41,6 +41,15 @@ from luigi.rpc.calls import (
     signature_of,
 )
 from luigi.rpc.connection import HTTPAnswer, KeepAliveConnection
+from luigi.rpc.errors import (
+    RPCError,
+    SchedulerHTTPError,
+    TransientError,
+    describe,
+    error_message,
+    snippet,
+    summarise,
+)
 from luigi.rpc_methods import RPC_METHODS, RpcMethod
 
 __all__ = ["RPCError", "RemoteScheduler", "SchedulerHTTPError", "logger", "retry_delay", "unix_socket_url"]
@@ -55,36 +64,6 @@ _EXIT_FLUSH_LOCK_TIMEOUT = 5.0
 # This process's id, renewed in a forked child by _reset_clients_in_child: os.getpid() is a system call,
 # and a client checks on every call that its socket and held calls belong to this process.
 _this_process: list[int] = [os.getpid()]
-
-
-class RPCError(Exception):
-    """A call to the remote scheduler failed; ``sub_exception`` is the underlying cause, if any."""
-
-    def __init__(
-        self, message: str, sub_exception: BaseException | None = None, *, status: int | None = None
-    ):
-        super().__init__(message)
-        self.message = message
-        self.sub_exception = sub_exception
-        self.status = status  # the HTTP status the scheduler answered with, when it answered
-
-
-class SchedulerHTTPError(Exception):
-    """The scheduler answered a request with an HTTP error status."""
-
-    def __init__(self, status: int, message: str, path: str) -> None:
-        super().__init__(f"HTTP {status} from {path}: {message}")
-        self.status = status
-        self.message = message
-        self.path = path
-
-
-class _TransientError(Exception):
-    """A failure worth retrying (no answer, or a 5xx answer); ``cause`` says what happened."""
-
-    def __init__(self, cause: BaseException) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
 
 
 def retry_delay(attempt: int, cap: float, rng: random.Random) -> float:
@@ -112,6 +91,7 @@ class _ProcessState:
     lock: threading.RLock = field(default_factory=threading.RLock)
     buffer: list[EncodedCall] = field(default_factory=list)
     buffered_bytes: int = 0
+    unanswered: list[EncodedCall] | None = None  # a batch sent whose answer is not read yet
 
 
 class RemoteScheduler:
@@ -163,6 +143,7 @@ class RemoteScheduler:
         self._json_headers = {**self._headers, "Content-Type": "application/json"}
         self._batch_size = int(batch_size)
         self._batching = self._batch_size > 1
+        self._batch_answered = False  # the server has answered a /api/_batch: it is one of ours
         self._sleep = sleep if sleep is not None else _sleep
         self._rng = rng if rng is not None else random.Random()
         self._state = self._new_process_state()
@@ -211,8 +192,9 @@ class RemoteScheduler:
                 state.buffer.append(call)
                 state.buffered_bytes += len(call.kwargs_json)
                 if len(state.buffer) >= self._batch_size or state.buffered_bytes >= _MAX_BATCH_BYTES:
-                    self._flush_locked(state)
+                    self._send_full_batch(state)
                 return None
+            self._settle_unanswered(state)
             if self._batching and state.buffer:
                 return self._send_with_held(state, method, call)
             self._flush_locked(state)
@@ -234,6 +216,7 @@ class RemoteScheduler:
             self._send_one_by_one(held, state)
             return self._request(f"api/{method.name}", call.kwargs_json, method.attempts, method.allow_null)
         errors = [error for error in self._batch_errors([*held, call], reply) if error.call is not call]
+        self._batch_answered = True
         if errors:
             raise self._batch_failure(len(held), errors)
         return self._own_answer(method, call, reply[-1])
@@ -283,14 +266,14 @@ class RemoteScheduler:
         for attempt in range(1, attempts + 1):
             try:
                 return self._exchange(path, body, headers)
-            except _TransientError as exc:
+            except TransientError as exc:
                 failure = exc.cause
             if attempt < attempts:
                 self._wait_before_retry(attempt, path, failure)
         status = failure.status if isinstance(failure, SchedulerHTTPError) else None
         raise RPCError(
             f"Errors ({attempts} attempts) when connecting to remote scheduler {self._address.url!r}: "
-            f"{_describe(failure)}",
+            f"{describe(failure)}",
             failure,
             status=status,
         )
@@ -301,7 +284,7 @@ class RemoteScheduler:
             try:
                 answer = state.connection.post(path, body, headers)
             except (OSError, http.client.HTTPException) as exc:
-                raise _TransientError(exc) from exc
+                raise TransientError(exc) from exc
         return self._read_answer(path, answer)
 
     def _read_answer(self, path: str, answer: HTTPAnswer) -> Any:
@@ -313,13 +296,13 @@ class RemoteScheduler:
             if not isinstance(payload, dict) or "response" not in payload:
                 raise RPCError(
                     f"Remote scheduler {self._address.url!r} sent a malformed answer to {path} "
-                    f'(expected JSON {{"response": ...}}): {_snippet(answer.body)}',
+                    f'(expected JSON {{"response": ...}}): {snippet(answer.body)}',
                     status=answer.status,
                 )
             return payload["response"]
-        error = SchedulerHTTPError(answer.status, _error_message(answer), path)
+        error = SchedulerHTTPError(answer.status, error_message(answer), path)
         if answer.status >= 500:
-            raise _TransientError(error)
+            raise TransientError(error)
         raise RPCError(
             f"Remote scheduler {self._address.url!r} refused {path}: HTTP {answer.status}: {error.message}",
             error,
@@ -335,7 +318,7 @@ class RemoteScheduler:
                 path,
                 attempt,
                 self._rpc_retry_attempts,
-                _describe(failure),
+                describe(failure),
                 delay,
             )
         self._sleep(delay)
@@ -343,6 +326,7 @@ class RemoteScheduler:
     # -- held calls -----------------------------------------------------------------------------------
 
     def _flush_locked(self, state: _ProcessState) -> None:
+        self._settle_unanswered(state)
         calls, state.buffer, state.buffered_bytes = state.buffer, [], 0
         if not calls:
             return
@@ -354,11 +338,52 @@ class RemoteScheduler:
                     raise _undelivered(exc, calls, keep_in=self._keep_in(state)) from exc
                 self._stop_batching(exc)
             else:
-                errors = self._batch_errors(calls, reply)
-                if errors:
-                    raise self._batch_failure(len(calls), errors)
+                self._check_batch_reply(calls, reply)
                 return
         self._send_one_by_one(calls, state)
+
+    def _check_batch_reply(self, calls: list[EncodedCall], reply: Any) -> None:
+        errors = self._batch_errors(calls, reply)
+        self._batch_answered = True
+        if errors:
+            raise self._batch_failure(len(calls), errors)
+
+    def _send_full_batch(self, state: _ProcessState) -> None:
+        """Send the held calls without waiting for the answer, which the next use of the connection reads.
+
+        Meanwhile the caller goes on (a worker walking its graph) while the server applies the batch.
+        Until a server has answered a batch (it may be a Luigi luigid without one), this is a plain flush.
+        """
+        if not self._batch_answered:
+            self._flush_locked(state)
+            return
+        self._settle_unanswered(state)
+        calls, state.buffer, state.buffered_bytes = state.buffer, [], 0
+        path = self._address.path_for(BATCH_URL_SUFFIX)
+        try:
+            state.connection.send(path, batch_payload(calls).encode("utf-8"), self._json_headers)
+        except (OSError, http.client.HTTPException):
+            state.buffer[:0], state.buffered_bytes = calls, sum(len(c.kwargs_json) for c in calls)
+            self._flush_locked(state)  # not even sent: the ordinary way, with its retries
+            return
+        state.unanswered = calls
+
+    def _settle_unanswered(self, state: _ProcessState) -> None:
+        """Read the answer to the batch ``_send_full_batch`` sent (resending it the ordinary way if lost)."""
+        calls, state.unanswered = state.unanswered, None
+        if calls is None:
+            return
+        path = self._address.path_for(BATCH_URL_SUFFIX)
+        try:
+            reply = self._read_answer(path, state.connection.receive())
+        except (OSError, http.client.HTTPException, TransientError):
+            state.buffer[:0] = calls  # no usable answer: the flush below sends them again, with retries
+            state.buffered_bytes += sum(len(c.kwargs_json) for c in calls)
+            self._flush_locked(state)
+            return
+        except RPCError as exc:
+            raise _undelivered(exc, calls) from exc
+        self._check_batch_reply(calls, reply)
 
     def _stop_batching(self, refusal: RPCError) -> None:
         self._batching = False
@@ -380,7 +405,7 @@ class RemoteScheduler:
     def _batch_failure(self, count: int, errors: list[BatchItemError]) -> RPCError:
         return RPCError(
             f"{len(errors)} of {count} calls sent in a batch to remote scheduler "
-            f"{self._address.url!r} failed: {_summarise([str(e) for e in errors])}",
+            f"{self._address.url!r} failed: {summarise([str(e) for e in errors])}",
             status=errors[0].status,
         )
 
@@ -392,13 +417,13 @@ class RemoteScheduler:
                 self._request(f"api/{call.method}", call.kwargs_json, RPC_METHODS[call.method].attempts)
             except RPCError as exc:
                 if exc.status is None:  # no answer at all: the rest would fail the same way
-                    earlier = f" (earlier: {_summarise(failures)})" if failures else ""
+                    earlier = f" (earlier: {summarise(failures)})" if failures else ""
                     raise _undelivered(exc, calls[index:], earlier, keep_in=self._keep_in(state)) from exc
                 failures.append(f"{call.describe()}: {exc.message}")
         if failures:
             raise RPCError(
                 f"{len(failures)} of {len(calls)} held calls to remote scheduler {self._address.url!r} "
-                f"failed: {_summarise(failures)}"
+                f"failed: {summarise(failures)}"
             )
 
     def _keep_in(self, state: _ProcessState) -> _ProcessState | None:
@@ -427,7 +452,7 @@ class RemoteScheduler:
 
     def _flush_at_exit(self) -> None:
         state = self._state
-        if state.pid != _this_process[0] or not state.buffer:
+        if state.pid != _this_process[0] or not (state.buffer or state.unanswered):
             return
         if not state.lock.acquire(timeout=_EXIT_FLUSH_LOCK_TIMEOUT):
             logger.error(
@@ -487,44 +512,6 @@ def _request_headers(address: SchedulerAddress, token: str | None) -> dict[str, 
     elif address.basic_auth is not None:
         headers["Authorization"] = address.basic_auth
     return headers
-
-
-# -- error text ------------------------------------------------------------------------------------------
-
-
-def _describe(failure: BaseException | None) -> str:
-    if failure is None:
-        return "no answer"
-    if isinstance(failure, SchedulerHTTPError):
-        return f"HTTP {failure.status}: {failure.message}"
-    return f"{type(failure).__name__}: {failure}"
-
-
-def _snippet(body: bytes, limit: int = 300) -> str:
-    text = body.decode("utf-8", errors="replace").strip()
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _error_message(answer: HTTPAnswer) -> str:
-    """The server's explanation of an error answer: its JSON ``error``/``message``, else the page title."""
-    try:
-        payload = json.loads(answer.body)
-    except ValueError:
-        payload = None
-    if isinstance(payload, dict):
-        for key in ("error", "message", "reason"):
-            if isinstance(payload.get(key), str) and payload[key]:
-                return str(payload[key])
-    text = _snippet(answer.body)
-    start, end = text.find("<title>"), text.find("</title>")
-    if 0 <= start < end:
-        text = text[start + len("<title>") : end].strip()
-    return text or http.client.responses.get(answer.status, "error")
-
-
-def _summarise(messages: list[str], shown: int = 5) -> str:
-    text = "; ".join(messages[:shown])
-    return text if len(messages) <= shown else f"{text}; and {len(messages) - shown} more"
 
 
 def _undelivered(

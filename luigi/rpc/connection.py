@@ -53,34 +53,67 @@ class KeepAliveConnection:
         self._stream: _SocketStream | None = None
         self._host_header = ""
         self._used = False  # whether the open socket has already carried a full exchange
+        self._sent: tuple[bytes, bool] | None = None  # the request awaiting its answer; on a reused socket?
 
     def post(self, path: str, body: bytes, headers: dict[str, str]) -> HTTPAnswer:
         """Send one POST and read the whole answer."""
+        self.send(path, body, headers)
+        return self.receive()
+
+    def send(self, path: str, body: bytes, headers: dict[str, str]) -> None:
+        """Send one POST whose answer ``receive()`` reads later (the server works on it meanwhile)."""
+        if self._sent is not None:
+            raise RuntimeError("the answer to the previous request must be received before sending another")
+        request = _encode_request(self._host_header or self._address.host_header, path, headers, body)
         reused = self._stream is not None and self._used
         try:
-            return self._exchange(path, body, headers)
+            self._send(request)
+        except _STALE_SOCKET_ERRORS:
+            if not reused:
+                raise
+            reused = False
+            self._send(request)  # the server had closed the idle socket: once more on a fresh one
+        self._sent = (request, reused)
+
+    def receive(self) -> HTTPAnswer:
+        """The answer to the request ``send`` sent."""
+        if self._sent is None:
+            raise RuntimeError("no request is waiting for its answer")
+        request, reused = self._sent
+        self._sent = None
+        try:
+            return self._receive()
         except _STALE_SOCKET_ERRORS:
             if not reused:
                 raise
         # The server closed the idle socket before reading our request: resend once on a fresh one.
-        return self._exchange(path, body, headers)
+        self._send(request)
+        return self._receive()
 
     def close(self) -> None:
-        """Close the socket (a later ``post`` reconnects)."""
-        stream, self._stream, self._used = self._stream, None, False
+        """Close the socket (a later ``post`` reconnects); a request awaiting its answer is forgotten."""
+        stream, self._stream, self._used, self._sent = self._stream, None, False, None
         if stream is not None:
             stream.close()
 
-    def _exchange(self, path: str, body: bytes, headers: dict[str, str]) -> HTTPAnswer:
+    def _send(self, request: bytes) -> None:
         stream = self._stream if self._stream is not None else self._open()
-        request = _encode_request(self._host_header, path, headers, body)
-        finished = False
         try:
             stream.sendall(request)
+        except BaseException:  # whatever broke (even KeyboardInterrupt), the stream is out of step now
+            self.close()
+            raise
+
+    def _receive(self) -> HTTPAnswer:
+        stream = self._stream
+        if stream is None:
+            raise http.client.RemoteDisconnected("the connection was closed before the answer was read")
+        finished = False
+        try:
             answer, keep_alive = _read_response(stream)
             finished = True
         finally:
-            if not finished:  # whatever broke (even KeyboardInterrupt), the stream is out of step now
+            if not finished:
                 self.close()
         if keep_alive:
             self._used = True

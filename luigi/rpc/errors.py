@@ -1,0 +1,76 @@
+"""What a failed call to the remote scheduler raises, and how its errors are put into words."""
+
+from __future__ import annotations
+
+import http.client
+import json
+
+from luigi.rpc.connection import HTTPAnswer
+
+
+class RPCError(Exception):
+    """A call to the remote scheduler failed; ``sub_exception`` is the underlying cause, if any."""
+
+    def __init__(
+        self, message: str, sub_exception: BaseException | None = None, *, status: int | None = None
+    ):
+        super().__init__(message)
+        self.message = message
+        self.sub_exception = sub_exception
+        self.status = status  # the HTTP status the scheduler answered with, when it answered
+
+
+class SchedulerHTTPError(Exception):
+    """The scheduler answered a request with an HTTP error status."""
+
+    def __init__(self, status: int, message: str, path: str) -> None:
+        super().__init__(f"HTTP {status} from {path}: {message}")
+        self.status = status
+        self.message = message
+        self.path = path
+
+
+class TransientError(Exception):
+    """A failure worth retrying (no answer, or a 5xx answer); ``cause`` says what happened."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def describe(failure: BaseException | None) -> str:
+    """A failure in a few words for an RPCError message (``no answer`` when there was none)."""
+    if failure is None:
+        return "no answer"
+    if isinstance(failure, SchedulerHTTPError):
+        return f"HTTP {failure.status}: {failure.message}"
+    return f"{type(failure).__name__}: {failure}"
+
+
+def snippet(body: bytes, limit: int = 300) -> str:
+    """The start of an answer's body as text, for error messages."""
+    text = body.decode("utf-8", errors="replace").strip()
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def error_message(answer: HTTPAnswer) -> str:
+    """The server's explanation of an error answer: its JSON ``error``/``message``, else the page title."""
+    try:
+        payload = json.loads(answer.body)
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict):
+        for key in ("error", "message", "reason"):
+            if isinstance(payload.get(key), str) and payload[key]:
+                return str(payload[key])
+    text = snippet(answer.body)
+    start, end = text.find("<title>"), text.find("</title>")
+    if 0 <= start < end:
+        text = text[start + len("<title>") : end].strip()
+    return text or http.client.responses.get(answer.status, "error")
+
+
+def summarise(messages: list[str], shown: int = 5) -> str:
+    """The first ``shown`` messages joined, and how many more there were."""
+    text = "; ".join(messages[:shown])
+    return text if len(messages) <= shown else f"{text}; and {len(messages) - shown} more"
