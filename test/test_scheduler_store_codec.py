@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import pytest
@@ -34,6 +35,18 @@ def test_json_round_trips_values_with_infinities(value):
     text = codec.dumps(value)
     assert "Infinity" not in text  # standard JSON, readable by any database's JSON functions
     assert codec.loads(text) == value
+
+
+def test_json_is_compact_and_ascii_as_the_standard_encoder_writes_it():
+    value = {"name": "Zürich \u2603", "sizes": [1, 2.5, None, True], "nested": {"x": "a\"b"}}
+    assert codec.dumps(value) == json.dumps(value, separators=(",", ":"))
+
+
+def test_a_value_that_contains_itself_is_refused_by_name():
+    looping: list = []
+    looping.append(looping)
+    with pytest.raises(ValueError, match="cannot store a list that contains itself"):
+        codec.dumps(looping)
 
 
 def test_json_keeps_nan_as_nan():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
 from luigi.scheduler.config import RetryPolicy
@@ -87,9 +88,13 @@ def dumps(value: Any) -> str:
         if empty is not None:
             return empty
     try:
-        return _ENCODER.encode(value)
+        return _encode(value)
     except ValueError:  # a non-finite float somewhere (rare): tag them, then encode again
-        return _ENCODER.encode(_tag_non_finite(value))
+        try:
+            tagged = _tag_non_finite(value)
+        except RecursionError:
+            raise ValueError(f"cannot store a {type(value).__name__} that contains itself") from None
+        return _ENCODER.encode(tagged)
 
 
 def loads(text: str) -> Any:
@@ -109,6 +114,23 @@ def _plain(value: Any) -> Any:
 
 
 _ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"), default=_plain)
+# JSONEncoder.encode builds its C encoder anew on every call, which costs more than encoding the small
+# values of a row; this one is built once (without the circular-reference check: a value that loops
+# ends in RecursionError, and is then encoded the ordinary way, which names the problem).
+_C_ENCODER = (
+    c_make_encoder(None, _plain, encode_basestring_ascii, None, ":", ",", False, False, False)
+    if c_make_encoder is not None
+    else None
+)
+
+
+def _encode(value: Any) -> str:
+    if _C_ENCODER is None:
+        return _ENCODER.encode(value)
+    try:
+        return "".join(_C_ENCODER(value, 0))
+    except RecursionError:
+        return _ENCODER.encode(value)
 
 
 def _tag_non_finite(value: Any) -> Any:
