@@ -217,6 +217,23 @@ def test_a_batch_whose_answer_never_comes_is_sent_again_and_nothing_is_lost(serv
     client.close()
 
 
+def test_a_lost_answer_found_when_the_next_batch_is_due_sends_both_batches_together(server):
+    client = answered_one_batch(server)
+    server.script.extend([lambda request: DROP, lambda request: DROP])  # the batch and its one resend
+    client.add_task(task_id="A()", worker=WORKER)
+    client.add_task(task_id="B()", worker=WORKER)
+    client.add_task(task_id="C()", worker=WORKER)
+    client.add_task(task_id="D()", worker=WORKER)  # due: the lost answer is found, everything goes at once
+    assert [[kwargs["task_id"] for _, kwargs in batch] for batch in batched_calls(server)] == [
+        ["First()"],
+        ["A()", "B()"],
+        ["A()", "B()"],
+        ["A()", "B()", "C()", "D()"],
+    ]
+    assert {"A()", "B()", "C()", "D()"} <= set(server.scheduler.task_list(status="PENDING"))
+    client.close()
+
+
 def test_a_refusal_in_a_batch_sent_without_waiting_raises_from_the_next_call(server):
     client = answered_one_batch(server)
     server.script.append(respond(response=[{"response": None}, {"error": "bad status", "status": 400}]))

@@ -357,8 +357,10 @@ class RemoteScheduler:
         if not self._batch_answered:
             self._flush_locked(state)
             return
-        self._settle_unanswered(state)
+        self._settle_unanswered(state)  # if that had to resend, it flushed these calls too
         calls, state.buffer, state.buffered_bytes = state.buffer, [], 0
+        if not calls:
+            return
         path = self._address.path_for(BATCH_URL_SUFFIX)
         try:
             state.connection.send(path, batch_payload(calls).encode("utf-8"), self._json_headers)
