@@ -83,7 +83,7 @@ class FastBatch(httputil.HTTPMessageDelegate):
                 "Server": "luigid",
                 "Content-Type": "application/json; charset=UTF-8",
                 "Content-Length": str(len(body)),
-                "Date": httputil.format_timestamp(time.time()),
+                "Date": _http_date(),
                 "Content-Security-Policy": CONTENT_SECURITY_POLICY,
             }
         )
@@ -115,6 +115,16 @@ class FastBatch(httputil.HTTPMessageDelegate):
                 error.status,
                 error.message,
             )
+
+
+_date = [0, ""]  # the Date header of the current second: formatting one costs more than the rest of them
+
+
+def _http_date() -> str:
+    now = int(time.time())
+    if now != _date[0]:
+        _date[:] = [now, httputil.format_timestamp(now)]
+    return str(_date[1])
 
 
 def _error_json(message: str) -> str:
