@@ -17,6 +17,10 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
+# The ``Upgrade`` token with which our own client asks our own server to switch a connection to its lean
+# RPC channel (``luigi.server.channel``); the requests stay HTTP/1.1 ``POST /api/<method>`` with JSON bodies.
+CHANNEL_UPGRADE = "luigi-rpc"
+
 
 class _Required:
     def __repr__(self) -> str:

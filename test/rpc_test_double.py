@@ -85,6 +85,9 @@ class FakeLuigid:
         self.batch = batch
         self.prefix = prefix
         self.requests: list[RecordedRequest] = []
+        # Requests asking to switch to the RPC channel, which this fake does not offer (it answers 405, as
+        # a luigid without channels does); kept apart, so ``requests`` shows the RPC traffic alone.
+        self.upgrades: list[RecordedRequest] = []
         self.script: deque[Action] = deque()
         self._lock = threading.Lock()
         self._connections = 0
@@ -142,6 +145,10 @@ class FakeLuigid:
             return self.script.popleft() if self.script else None
 
     def answer(self, request: RecordedRequest) -> Any:
+        if "Upgrade" in request.headers:
+            with self._lock:
+                self.upgrades.append(request)
+            return Reply(405, {"error": "_batch must be sent with POST"})
         action = self._record(request)
         reply = action(request) if action is not None else None
         return reply if reply is not None else self._default_answer(request)

@@ -560,3 +560,71 @@ def test_an_https_server_with_an_untrusted_certificate_is_refused(tls_server, mo
     with pytest.raises(ssl.SSLCertVerificationError):
         post(connection)
     assert server.requests == []
+
+
+# -- switching to luigid's RPC channel -----------------------------------------------------------------------
+
+SWITCHED = Send(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: luigi-rpc\r\n\r\n")
+
+
+def ask(connection: KeepAliveConnection) -> None:
+    connection.ask_for_channel("/api/_batch", {"Authorization": "Bearer t"})
+
+
+def test_once_asked_the_socket_is_switched_before_its_next_post(server, connection):
+    ask(connection)
+    server.script.extend([SWITCHED, Send(answer(b"on the channel"))])
+    assert post(connection) == HTTPAnswer(200, b"on the channel")
+    assert connection.on_channel
+    upgrade, request = (received.raw for received in server.requests)
+    assert upgrade.startswith(b"GET /api/_batch HTTP/1.1\r\n")
+    assert b"\r\nUpgrade: luigi-rpc\r\n" in upgrade and b"\r\nConnection: Upgrade\r\n" in upgrade
+    assert b"\r\nAuthorization: Bearer t\r\n" in upgrade and b"Content-Length: 0\r\n" in upgrade
+    assert request.startswith(b"POST /api/ping HTTP/1.1\r\n")
+    post(connection)
+    assert len(server.requests) == 3 and server.connections == 1  # asked once per socket
+
+
+def test_a_socket_opened_again_goes_plain_once_then_is_switched(server, connection):
+    ask(connection)
+    script = [
+        SWITCHED,
+        Send(answer(), close=True),
+        Send(answer(b"plain")),
+        SWITCHED,
+        Send(answer(b"switched")),
+    ]
+    server.script.extend(script)
+    post(connection)
+    server.wait_until(lambda: server.closed == 1)
+    assert post(connection) == HTTPAnswer(200, b"plain")  # the stale socket's request, resent as it was
+    assert not connection.on_channel
+    assert post(connection) == HTTPAnswer(200, b"switched")
+    assert [received.raw[:3] for received in server.requests] == [b"GET", b"POS", b"POS", b"GET", b"POS"]
+    assert connection.on_channel and server.connections == 2
+
+
+@pytest.mark.parametrize(
+    "refusal, connections",
+    [
+        (Send(answer(b'{"error": "POST only"}', "405 Method Not Allowed")), 1),
+        (Send(answer(b"no", "404 Not Found", headers="Connection: close\r\n")), 2),
+    ],
+)
+def test_a_server_that_does_not_switch_is_never_asked_again(server, connection, refusal, connections):
+    ask(connection)
+    server.script.extend([refusal, Send(answer(b"plain"))])
+    assert post(connection) == HTTPAnswer(200, b"plain")
+    connection.close()
+    post(connection)
+    assert [received.raw[:3] for received in server.requests] == [b"GET", b"POS", b"POS"]
+    assert not connection.on_channel and server.connections == connections + 1
+
+
+def test_a_switch_cut_off_by_the_server_leaves_the_post_to_a_plain_fresh_socket(server, connection):
+    ask(connection)
+    server.script.extend([HANG_UP, Send(answer(b"after"))])
+    assert post(connection) == HTTPAnswer(200, b"after")
+    assert server.connections == 2 and not connection.on_channel
+    post(connection)  # a server that hangs up on a new socket's switch is not asked again
+    assert [received.raw[:3] for received in server.requests] == [b"GET", b"POS", b"POS"]

@@ -132,6 +132,28 @@ def test_a_failing_prune_is_logged_and_pruning_goes_on(caplog):
     assert "Periodic prune failed" in caplog.text
 
 
+def test_the_store_journal_is_folded_on_a_timer_and_a_failure_is_logged_once_until_it_changes(caplog):
+    scheduler = LifecycleScheduler()
+    failures = iter(["disk full", "disk full", "disk full", "locked", None, None])
+
+    def checkpoint() -> None:
+        scheduler.calls.append("checkpoint")
+        failure = next(failures, None)
+        if failure is not None:
+            raise RuntimeError(failure)
+
+    scheduler.checkpoint = checkpoint  # type: ignore[attr-defined]
+    with caplog.at_level(logging.INFO, logger="luigi.server"):
+        with serving_in_thread(scheduler):
+            wait_until(lambda: scheduler.calls.count("checkpoint") >= 6, what="six checkpoints")
+    messages = [r.getMessage() for r in caplog.records if "journal" in r.getMessage()]
+    assert messages == [
+        "Folding the scheduler state journal failed (retrying): disk full",
+        "Folding the scheduler state journal failed (retrying): locked",
+        "Folding the scheduler state journal works again",
+    ]
+
+
 def test_the_timer_removes_tasks_nobody_asks_about():
     scheduler, clock = make_scheduler(worker_disconnect_delay=60, remove_delay=600)
     scheduler.add_task(worker="gone", task_id="Orphan", family="Orphan")

@@ -144,6 +144,7 @@ class RemoteScheduler:
         self._batch_size = int(batch_size)
         self._batching = self._batch_size > 1
         self._batch_answered = False  # the server has answered a /api/_batch: it is one of ours
+        self._use_channel = config.getboolean("core", "rpc_channel", True)
         self._sleep = sleep if sleep is not None else _sleep
         self._rng = rng if rng is not None else random.Random()
         self._state = self._new_process_state()
@@ -216,7 +217,7 @@ class RemoteScheduler:
             self._send_one_by_one(held, state)
             return self._request(f"api/{method.name}", call.kwargs_json, method.attempts, method.allow_null)
         errors = [error for error in self._batch_errors([*held, call], reply) if error.call is not call]
-        self._batch_answered = True
+        self._found_our_server(state)
         if errors:
             raise self._batch_failure(len(held), errors)
         return self._own_answer(method, call, reply[-1])
@@ -254,9 +255,10 @@ class RemoteScheduler:
         """POST ``data=<data_json>`` to ``url_suffix``, retrying transient failures; the ``response``.
 
         ``/api/_batch``, which only our own server has, gets the JSON as the body itself (no form
-        encoding, which costs more than the rest of a small request).
+        encoding, which costs more than the rest of a small request), and so does every call once the
+        server has answered a batch (the RPC channel takes nothing else).
         """
-        if url_suffix == BATCH_URL_SUFFIX:
+        if url_suffix == BATCH_URL_SUFFIX or self._batch_answered:
             body, headers = data_json.encode("utf-8"), self._json_headers
         else:
             body, headers = urlencode({"data": data_json}).encode("ascii"), self._headers
@@ -338,15 +340,27 @@ class RemoteScheduler:
                     raise _undelivered(exc, calls, keep_in=self._keep_in(state)) from exc
                 self._stop_batching(exc)
             else:
-                self._check_batch_reply(calls, reply)
+                self._check_batch_reply(state, calls, reply)
                 return
         self._send_one_by_one(calls, state)
 
-    def _check_batch_reply(self, calls: list[EncodedCall], reply: Any) -> None:
+    def _check_batch_reply(self, state: _ProcessState, calls: list[EncodedCall], reply: Any) -> None:
         errors = self._batch_errors(calls, reply)
-        self._batch_answered = True
+        self._found_our_server(state)
         if errors:
             raise self._batch_failure(len(calls), errors)
+
+    def _found_our_server(self, state: _ProcessState) -> None:
+        """The server answered a ``_batch``, so it is one of ours: from now on single calls go as JSON
+        bodies too, and sockets are asked to switch to its RPC channel (unless ``[core] rpc_channel`` is off).
+        """
+        if not self._batch_answered:
+            self._batch_answered = True
+            self._offer_channel(state)
+
+    def _offer_channel(self, state: _ProcessState) -> None:
+        if self._batch_answered and self._use_channel:
+            state.connection.ask_for_channel(self._address.path_for(BATCH_URL_SUFFIX), self._headers)
 
     def _send_full_batch(self, state: _ProcessState) -> None:
         """Send the held calls without waiting for the answer, which the next use of the connection reads.
@@ -385,7 +399,7 @@ class RemoteScheduler:
             return
         except RPCError as exc:
             raise _undelivered(exc, calls) from exc
-        self._check_batch_reply(calls, reply)
+        self._check_batch_reply(state, calls, reply)
 
     def _stop_batching(self, refusal: RPCError) -> None:
         self._batching = False
@@ -434,7 +448,9 @@ class RemoteScheduler:
     # -- fork safety ----------------------------------------------------------------------------------
 
     def _new_process_state(self) -> _ProcessState:
-        return _ProcessState(KeepAliveConnection(self._address, self._connect_timeout))
+        state = _ProcessState(KeepAliveConnection(self._address, self._connect_timeout))
+        self._offer_channel(state)
+        return state
 
     def _own_state(self) -> _ProcessState:
         """This process's socket and held calls; a forked child never uses its parent's."""

@@ -15,6 +15,7 @@ import socket
 from dataclasses import dataclass
 
 from luigi.rpc.address import SchedulerAddress
+from luigi.rpc_methods import CHANNEL_UPGRADE
 
 # What a request on a kept-alive socket raises when the server closed that socket while it was idle.
 _STALE_SOCKET_ERRORS = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
@@ -54,6 +55,17 @@ class KeepAliveConnection:
         self._host_header = ""
         self._used = False  # whether the open socket has already carried a full exchange
         self._sent: tuple[bytes, bool] | None = None  # the request awaiting its answer; on a reused socket?
+        self._channel: tuple[str, dict[str, str]] | None = None  # the upgrade each socket is asked for
+        self._asked = False  # whether the open socket was asked to switch to the channel
+        self.on_channel = False  # whether the open socket switched
+
+    def ask_for_channel(self, path: str, headers: dict[str, str]) -> None:
+        """Ask each socket, before its next request, to switch to luigid's RPC channel (``GET path``).
+
+        Only for a server known to be one of ours; a server that does not switch answers the ``GET``
+        otherwise, and then no socket is asked again. On the channel, requests must have JSON bodies.
+        """
+        self._channel = (path, headers)
 
     def post(self, path: str, body: bytes, headers: dict[str, str]) -> HTTPAnswer:
         """Send one POST and read the whole answer."""
@@ -64,6 +76,8 @@ class KeepAliveConnection:
         """Send one POST whose answer ``receive()`` reads later (the server works on it meanwhile)."""
         if self._sent is not None:
             raise RuntimeError("the answer to the previous request must be received before sending another")
+        if self._channel is not None and not (self._asked and self._stream is not None):
+            self._switch_to_channel()
         request = _encode_request(self._host_header or self._address.host_header, path, headers, body)
         reused = self._stream is not None and self._used
         try:
@@ -124,8 +138,37 @@ class KeepAliveConnection:
     def _open(self) -> _SocketStream:
         self._host_header = self._address.host_header
         self._stream = _SocketStream(self._address.open_socket(self._timeout))
-        self._used = False
+        self._used = self._asked = self.on_channel = False
         return self._stream
+
+    def _switch_to_channel(self) -> None:
+        """Ask the open (or a new) socket to switch; a server that will not is never asked again.
+
+        A failed exchange leaves the socket closed, so the request that follows opens a plain one and meets
+        the failure, if any, the ordinary way. On a socket that had been idle that is the server having
+        closed it meanwhile; on a new one, something between us that will not switch: never asked again.
+        """
+        assert self._channel is not None
+        path, headers = self._channel
+        reused = self._stream is not None and self._used
+        stream = self._stream if self._stream is not None else self._open()
+        self._asked = True
+        try:
+            stream.sendall(_encode_upgrade(self._host_header, path, headers))
+            switched, keep_alive = _read_upgrade_answer(stream)
+        except (OSError, http.client.HTTPException):
+            self.close()
+            if not reused:
+                self._channel = None
+            return
+        if switched:
+            self.on_channel = True
+            return
+        self._channel = None
+        if keep_alive:
+            self._used = True
+        else:
+            self.close()
 
 
 def _encode_request(host: str, path: str, headers: dict[str, str], body: bytes) -> bytes:
@@ -143,6 +186,22 @@ def _encode_request(host: str, path: str, headers: dict[str, str], body: bytes) 
         lines.append(f"{name}: {value}\r\n")
     lines.append(f"Content-Length: {len(body)}\r\n\r\n")
     return "".join(lines).encode("latin-1") + body
+
+
+def _encode_upgrade(host: str, path: str, headers: dict[str, str]) -> bytes:
+    """``GET path`` asking the server to switch the connection to its RPC channel."""
+    channel_headers = {**headers, "Connection": "Upgrade", "Upgrade": CHANNEL_UPGRADE}
+    request = _encode_request(host, path, channel_headers, b"")
+    return b"GET" + request[len(b"POST") :]
+
+
+def _read_upgrade_answer(reader: _SocketStream) -> tuple[bool, bool]:
+    """Whether the server switched (``101``); if not, its whole answer is read, and whether it keeps alive."""
+    head = _read_head(reader, until_switch=True)
+    if head.status == 101:
+        return True, True
+    _, closed = _read_body(reader, head)
+    return False, not closed and not reader.has_unread() and _keeps_alive(head)
 
 
 @dataclass(slots=True)
@@ -167,8 +226,8 @@ def _read_response(reader: _SocketStream) -> tuple[HTTPAnswer, bool]:
     return HTTPAnswer(head.status, body), not closed and not reader.has_unread() and _keeps_alive(head)
 
 
-def _read_head(reader: _SocketStream) -> _ResponseHead:
-    """The status line and headers of the final answer, past any 1xx interim responses."""
+def _read_head(reader: _SocketStream, until_switch: bool = False) -> _ResponseHead:
+    """The status line and headers of the final answer (or of a 101 if ``until_switch``), past 1xx ones."""
     while True:
         http11, status = _read_status_line(reader)
         fields = _read_fields(reader, "header line")
@@ -176,7 +235,7 @@ def _read_head(reader: _SocketStream) -> _ResponseHead:
             raise http.client.HTTPException(
                 "Server closed the connection in the middle of the response headers"
             )
-        if not 100 <= status < 200:
+        if not 100 <= status < 200 or (until_switch and status == 101):
             return _ResponseHead(http11, status, fields)
 
 

@@ -198,11 +198,7 @@ class RpcHandler(_ApiHandler):
         try:
             self.check_auth()
             method = self._method_for(name, posted)
-            kwargs = self.read_data()
-            try:
-                response_json = call_scheduler(self.scheduler, method, kwargs)
-            finally:
-                flush_scheduler(self.scheduler)  # a call that failed half-way may still have changed state
+            response_json = serve_call(self.scheduler, method, self.read_data())
         except ClientError as error:
             self.refuse(error)
             return
@@ -239,6 +235,24 @@ class BatchHandler(_ApiHandler):
             self.refuse(error)
             return
         self.answer(response_json)
+
+
+def serve_json_call(scheduler: Any, name: str, data: dict[str, Any], client: str | None) -> str:
+    """The ``response`` JSON of ``POST /api/<name>`` whose kwargs (or batch) are ``data``, flushed.
+
+    What the RPC channel runs for each request; ``/api`` itself answers the same through its handlers.
+    """
+    if name == BATCH_METHOD:
+        return serve_batch(scheduler, data, client)
+    return serve_call(scheduler, lookup_method(name), data)
+
+
+def serve_call(scheduler: Any, method: RpcMethod, kwargs: Mapping[str, Any]) -> str:
+    """``call_scheduler``, then the flush that makes its changes durable (also after a failed call)."""
+    try:
+        return call_scheduler(scheduler, method, kwargs)
+    finally:
+        flush_scheduler(scheduler)  # a call that failed half-way may still have changed state
 
 
 def serve_batch(scheduler: Any, data: dict[str, Any], client: str | None) -> str:

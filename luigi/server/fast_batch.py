@@ -3,8 +3,10 @@
 That request is what our own client sends once per task, and tornado's per-request handler machinery
 (building the handler, its default headers and output transforms, the finish bookkeeping) cost about
 as much as running the calls themselves. ``ApiRouter`` hands that one kind of request to ``FastBatch``,
-a plain HTTP message delegate that checks, runs and answers it exactly as ``BatchHandler`` would; every
-other request (form-encoded batches, GET, OPTIONS, pages) goes to the tornado application unchanged.
+a plain HTTP message delegate that checks, runs and answers it exactly as ``BatchHandler`` would; a
+``GET`` of the same path asking for ``Upgrade: luigi-rpc`` goes to ``ChannelUpgrade``, which hands the
+socket to an RPC channel (``luigi.server.channel``); every other request (form-encoded batches, GET,
+OPTIONS, pages) goes to the tornado application unchanged.
 """
 
 from __future__ import annotations
@@ -13,13 +15,13 @@ import logging
 import time
 from typing import Any
 
-import tornado.escape
 import tornado.routing
 import tornado.web
 from tornado import httputil
 
 from luigi.server.api import CappedBody, decode_data, is_json_content, serve_batch, utf8_text
-from luigi.server.handlers import CONTENT_SECURITY_POLICY, ClientError, check_bearer_token
+from luigi.server.channel import Channels, asks_for_channel
+from luigi.server.handlers import CONTENT_SECURITY_POLICY, ClientError, check_bearer_token, error_json
 from luigi.server.settings import ServerSettings
 
 logger = logging.getLogger("luigi.server")
@@ -29,12 +31,14 @@ BATCH_PATH = "/api/_batch"
 
 
 class ApiRouter(tornado.routing.Router):
-    """Sends JSON ``POST /api/_batch`` requests to ``FastBatch`` and everything else to ``application``."""
+    """JSON ``POST /api/_batch`` to ``FastBatch``, channel upgrades to ``ChannelUpgrade``, the rest to
+    ``application``."""
 
-    def __init__(self, application: tornado.web.Application, scheduler: Any, settings: ServerSettings):
+    def __init__(self, application: tornado.web.Application, channels: Channels):
         self.application = application
-        self._scheduler = scheduler
-        self._settings = settings
+        self._channels = channels
+        self._scheduler = channels.scheduler
+        self._settings = channels.settings
 
     def find_handler(
         self, request: httputil.HTTPServerRequest, **kwargs: Any
@@ -45,6 +49,8 @@ class ApiRouter(tornado.routing.Router):
             and is_json_content(request.headers.get("Content-Type", ""))
         ):
             return FastBatch(request, self._scheduler, self._settings)
+        if request.method == "GET" and request.path == BATCH_PATH and asks_for_channel(request.headers):
+            return ChannelUpgrade(request, self._channels)
         return self.application.find_handler(request, **kwargs)
 
 
@@ -65,11 +71,11 @@ class FastBatch(httputil.HTTPMessageDelegate):
         try:
             status, body = 200, self._answer()
         except ClientError as error:
-            status, body, extra = error.status, _error_json(error.message), error.headers
+            status, body, extra = error.status, error_json(error.message), error.headers
             self._log_refusal(error)
         except Exception as exc:  # a bug here must still answer, as tornado would for a handler
             logger.exception("POST %s failed", BATCH_PATH)
-            status, body = 500, _error_json(f"_batch failed: {type(exc).__name__}: {exc}")
+            status, body = 500, error_json(f"_batch failed: {type(exc).__name__}: {exc}")
         self._write(status, body.encode("utf-8"), extra)
 
     def _answer(self) -> str:
@@ -78,33 +84,7 @@ class FastBatch(httputil.HTTPMessageDelegate):
         return '{"response": ' + serve_batch(self._scheduler, data, self._request.remote_ip) + "}"
 
     def _write(self, status: int, body: bytes, extra: dict[str, str]) -> None:
-        headers = httputil.HTTPHeaders(
-            {
-                "Server": "luigid",
-                "Content-Type": "application/json; charset=UTF-8",
-                "Content-Length": str(len(body)),
-                "Date": _http_date(),
-                "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-            }
-        )
-        for name, value in self._settings.cors.headers_for(
-            self._request.headers.get("Origin"), False
-        ).items():
-            headers[name] = value
-        for name, value in extra.items():
-            headers[name] = value
-        start = httputil.ResponseStartLine("HTTP/1.1", status, httputil.responses.get(status, "Unknown"))
-        connection = self._request.connection
-        assert connection is not None
-        connection.write_headers(start, headers, body)
-        connection.finish()
-        access_logger.debug(
-            "%d POST %s (%s) %.1fms",
-            status,
-            BATCH_PATH,
-            self._request.remote_ip,
-            1000 * self._request.request_time(),
-        )
+        write_answer(self._request, self._settings, status, body, extra)
 
     def _log_refusal(self, error: ClientError) -> None:
         if error.status < 500:
@@ -117,6 +97,76 @@ class FastBatch(httputil.HTTPMessageDelegate):
             )
 
 
+class ChannelUpgrade(httputil.HTTPMessageDelegate):
+    """``GET /api/_batch`` with ``Upgrade: luigi-rpc``: once authorised, the socket becomes a channel."""
+
+    def __init__(self, request: httputil.HTTPServerRequest, channels: Channels) -> None:
+        self._request = request
+        self._channels = channels
+        self._refusal: ClientError | None = None
+
+    def headers_received(
+        self,
+        start_line: httputil.RequestStartLine | httputil.ResponseStartLine,
+        headers: httputil.HTTPHeaders,
+    ) -> None:
+        try:
+            check_bearer_token(self._channels.settings, headers)
+        except ClientError as error:
+            self._refusal = error  # answered in finish(), the ordinary HTTP way
+            return
+        connection: Any = self._request.connection
+        self._channels.adopt(connection.detach(), self._request.remote_ip)
+
+    def finish(self) -> None:
+        error = self._refusal
+        if error is not None:
+            logger.warning(
+                "RPC channel upgrade from %s refused (%d): %s",
+                self._request.remote_ip,
+                error.status,
+                error.message,
+            )
+            body = error_json(error.message).encode("utf-8")
+            write_answer(self._request, self._channels.settings, error.status, body, error.headers)
+
+
+def write_answer(
+    request: httputil.HTTPServerRequest,
+    settings: ServerSettings,
+    status: int,
+    body: bytes,
+    extra: dict[str, str],
+) -> None:
+    """Answer ``request`` with a JSON ``body`` and luigid's usual headers (CORS as ``[cors]`` allows)."""
+    headers = httputil.HTTPHeaders(
+        {
+            "Server": "luigid",
+            "Content-Type": "application/json; charset=UTF-8",
+            "Content-Length": str(len(body)),
+            "Date": _http_date(),
+            "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+        }
+    )
+    for name, value in settings.cors.headers_for(request.headers.get("Origin"), False).items():
+        headers[name] = value
+    for name, value in extra.items():
+        headers[name] = value
+    start = httputil.ResponseStartLine("HTTP/1.1", status, httputil.responses.get(status, "Unknown"))
+    connection = request.connection
+    assert connection is not None
+    connection.write_headers(start, headers, body)
+    connection.finish()
+    access_logger.debug(
+        "%d %s %s (%s) %.1fms",
+        status,
+        request.method,
+        request.path,
+        request.remote_ip,
+        1000 * request.request_time(),
+    )
+
+
 _date = [0, ""]  # the Date header of the current second: formatting one costs more than the rest of them
 
 
@@ -125,7 +175,3 @@ def _http_date() -> str:
     if now != _date[0]:
         _date[:] = [now, httputil.format_timestamp(now)]
     return str(_date[1])
-
-
-def _error_json(message: str) -> str:
-    return tornado.escape.json_encode({"error": message})

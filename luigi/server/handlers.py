@@ -11,6 +11,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+import tornado.escape
 import tornado.web
 
 from luigi.server.settings import ServerSettings
@@ -36,6 +37,11 @@ class ClientError(Exception):
         self.status = status
         self.message = message
         self.headers = headers or {}
+
+
+def error_json(message: str) -> str:
+    """The JSON text of an error answer: ``{"error": message}``."""
+    return tornado.escape.json_encode({"error": message})
 
 
 def check_bearer_token(settings: ServerSettings, headers: Mapping[str, str]) -> None:

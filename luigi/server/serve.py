@@ -20,6 +20,7 @@ import tornado.ioloop
 import tornado.netutil
 
 from luigi.server.app import app
+from luigi.server.channel import Channels
 from luigi.server.fast_batch import ApiRouter
 from luigi.server.handlers import VISUALISER_PATH
 from luigi.server.settings import ServerSettings
@@ -33,6 +34,9 @@ DEFAULT_PORT = 8082
 DEFAULT_ADDRESS = "127.0.0.1"
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 _CLOSE_TIMEOUT = 5.0
+# Seconds between folds of the state journal into the database: each flush is already durable in the
+# journal, so this bounds only the journal's length and the rows held in memory until they are folded.
+CHECKPOINT_INTERVAL = 0.2
 
 _current: SchedulerServer | None = None
 
@@ -63,6 +67,8 @@ class SchedulerServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
         self._stop_requested = False
+        self.channels: Channels | None = None  # the RPC channels, while serving
+        self._fold_failure: str | None = None  # the last checkpoint's error, to log each one once
 
     def bind(self) -> None:
         """Open the listening sockets (before serving, so a busy port fails fast); CannotListenError."""
@@ -101,11 +107,14 @@ class SchedulerServer:
         self._stopping = asyncio.Event()
         if self._stop_requested:
             self._stopping.set()
-        router = ApiRouter(app(self.scheduler, self.settings), self.scheduler, self.settings)
+        channels = self.channels = Channels(self.scheduler, self.settings)
+        router = ApiRouter(app(self.scheduler, self.settings), channels)
         http = tornado.httpserver.HTTPServer(router, max_body_size=self.settings.connection_body_limit)
         http.add_sockets(self.sockets)
         pruning = tornado.ioloop.PeriodicCallback(self._prune, self.settings.prune_interval * 1000.0)
         pruning.start()
+        folding = tornado.ioloop.PeriodicCallback(self._checkpoint, CHECKPOINT_INTERVAL * 1000.0)
+        folding.start()
         handled = self._install_signal_handlers()
         logger.info("luigid listening on %s; visualiser at %s", self.where(), self._visualiser_url())
         self.ready.set()
@@ -113,9 +122,11 @@ class SchedulerServer:
             await self._stopping.wait()
         finally:
             pruning.stop()
+            folding.stop()
             for sig in handled:
                 self._loop.remove_signal_handler(sig)
             http.stop()
+            channels.close_all()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(http.close_all_connections(), _CLOSE_TIMEOUT)
             self.close_sockets()
@@ -131,11 +142,33 @@ class SchedulerServer:
                 loop.call_soon_threadsafe(stopping.set)
 
     def _prune(self) -> None:
+        if self.channels is not None:
+            self.channels.close_idle()
         try:
             self.scheduler.prune()
             _call_hook(self.scheduler, "flush", reraise=True)
         except Exception:  # pruning runs again next interval; one failure must not stop the timer
             logger.exception("Periodic prune failed")
+
+    def _checkpoint(self) -> None:
+        """Fold the store's journal into its database between requests (a no-op when nothing is new).
+
+        A failure loses nothing (the journal keeps the rows) and is retried next time; it is logged
+        when it first happens or changes, not five times a second.
+        """
+        checkpoint = getattr(self.scheduler, "checkpoint", None)
+        if checkpoint is None:
+            return
+        try:
+            checkpoint()
+        except Exception as exc:
+            if str(exc) != self._fold_failure:
+                logger.error("Folding the scheduler state journal failed (retrying): %s", exc)
+            self._fold_failure = str(exc)
+        else:
+            if self._fold_failure is not None:
+                logger.info("Folding the scheduler state journal works again")
+            self._fold_failure = None
 
     def _install_signal_handlers(self) -> list[signal.Signals]:
         """SIGTERM, SIGINT and SIGQUIT stop the server (only possible in the main thread)."""
