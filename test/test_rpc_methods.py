@@ -40,7 +40,7 @@ READ_ONLY = {
 }
 
 
-STATE_LIFECYCLE = {"load", "dump", "flush", "close"}  # called by luigid around requests, never over RPC
+STATE_LIFECYCLE = {"load", "dump", "flush", "checkpoint", "close"}  # called by luigid around requests, never over RPC
 
 
 def scheduler_methods() -> set[str]:

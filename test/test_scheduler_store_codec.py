@@ -38,7 +38,7 @@ def test_json_round_trips_values_with_infinities(value):
 
 
 def test_json_is_compact_and_ascii_as_the_standard_encoder_writes_it():
-    value = {"name": "Zürich \u2603", "sizes": [1, 2.5, None, True], "nested": {"x": "a\"b"}}
+    value = {"name": "Zürich \u2603", "sizes": [1, 2.5, None, True], "nested": {"x": 'a"b'}}
     assert codec.dumps(value) == json.dumps(value, separators=(",", ":"))
 
 

@@ -111,22 +111,30 @@ class Scheduler:
         state.changes.tasks.update(dict.fromkeys(stale))  # rebuilding dropped unknown workers from these
 
     def flush(self) -> None:
-        """Commit every change since the last flush in one transaction (a no-op when nothing changed).
+        """Make every change since the last flush durable, all or nothing (a no-op when nothing changed).
 
-        The server calls this after each request, before answering, so an acknowledged change is durable.
-        On failure the changes stay marked and the next flush writes them.
+        The server calls this after each request, before answering, so an acknowledged change is durable
+        (a SQLite file journals it; ``checkpoint`` writes it into the database later). On failure the
+        changes stay marked and the next flush writes them.
         """
         changes = self._state.changes
         if changes is not None and changes:
             self._store.record_changes(self._state, changes)
             changes.clear()
 
+    def checkpoint(self) -> None:
+        """Fold journaled changes into the database (the server calls it on a timer, off the request path).
+
+        Raises StateStoreError when the database cannot be written; the journal keeps the changes.
+        """
+        self._store.fold()
+
     def dump(self) -> None:
         """Luigi's name for saving the state at exit: the same as ``flush``."""
         self.flush()
 
     def close(self) -> None:
-        """Flush, then release the store and the task history (at ``luigid`` exit)."""
+        """Flush, then release the store (which folds its journal) and the task history (at exit)."""
         try:
             self.flush()
         finally:

@@ -1,7 +1,8 @@
 """Durable scheduler state: the ``StateStore`` interface, ``NullStore`` and the SQLAlchemy ``SqlStore``.
 
 ``luigid`` builds ``Scheduler(store=open_store_from_config())`` and calls ``scheduler.flush()`` after
-each request; the in-process local scheduler keeps the ``NullStore`` (nothing tracked, nothing written).
+each request (a SQLite file journals the changes, and ``scheduler.checkpoint()`` folds the journal into
+it); the in-process local scheduler keeps the ``NullStore`` (nothing tracked, nothing written).
 SQLAlchemy is imported only when a ``SqlStore`` is asked for.
 """
 

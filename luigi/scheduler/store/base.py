@@ -36,7 +36,10 @@ class StateStore(abc.ABC):
 
     @abc.abstractmethod
     def record_changes(self, state: SchedulerState, changes: ChangeSet) -> None:
-        """Commit, in one transaction, the current persisted fields of every record in ``changes``."""
+        """Make durable, all or nothing, the current persisted fields of every record in ``changes``."""
+
+    def fold(self) -> None:  # noqa: B027 - optional: a store that writes at each flush has nothing to fold
+        """Write changes kept in a journal into the database (by default there is no journal)."""
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -1,6 +1,8 @@
 """Reading the whole state from the tables, and writing changed records back as rows.
 
-A changed record's row is upserted (``INSERT ... ON CONFLICT DO UPDATE`` on SQLite and PostgreSQL,
+A flush's changed records are first encoded as ``RowChanges`` (the rows to write and the keys to
+delete), which a SQLite file journals and writes later, and a server database writes at once. A
+changed record's row is upserted (``INSERT ... ON CONFLICT DO UPDATE`` on SQLite and PostgreSQL,
 delete then insert elsewhere); a removed record's row is deleted. Statements are built once per
 connection, so a flush costs little more than the driver's own work. Each row carries ``seq``, the
 record's place in the scheduler's dicts, so that loading restores their insertion order.
@@ -8,6 +10,7 @@ record's place in the scheduler's dicts, so that loading restores their insertio
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -19,6 +22,9 @@ from luigi.scheduler.changes import ChangeSet
 from luigi.scheduler.records import TaskRecord, WorkerRecord
 from luigi.scheduler.state import SchedulerState
 from luigi.scheduler.store import codec, schema
+from luigi.scheduler.store.base import CorruptStateError
+
+Row = dict[str, Any]
 
 
 @dataclass
@@ -60,6 +66,122 @@ class Positions:
         self._of.pop(key, None)
 
 
+JOURNAL_FORMAT = 1
+_KEYED_TABLES: tuple[tuple[str, Table, str], ...] = (
+    ("tasks", schema.tasks, "id"),
+    ("workers", schema.workers, "id"),
+    ("resources", schema.resources, "name"),
+)
+_SCALARS = (str, int, float, bool, type(None))
+# Non-finite floats are written as JSON's NaN/Infinity extension, which Python's json reads back.
+_LINE_ENCODER = json.JSONEncoder(allow_nan=True, separators=(",", ":"), check_circular=False)
+
+
+@dataclass
+class RowChanges:
+    """The rows one or more flushes write: what a journal line holds and what a fold writes.
+
+    ``tasks``, ``workers`` and ``resources`` map a key to its new row, or to None to delete the row;
+    ``batchers`` maps a worker id to all of that worker's rows (they replace the stored ones; an empty
+    list deletes them); ``paused`` is the new pause flag, or None when it did not change.
+    """
+
+    tasks: dict[str, Row | None] = field(default_factory=dict)
+    workers: dict[str, Row | None] = field(default_factory=dict)
+    resources: dict[str, Row | None] = field(default_factory=dict)
+    batchers: dict[str, list[Row]] = field(default_factory=dict)
+    paused: bool | None = None
+
+    def __len__(self) -> int:
+        """How many keys (rows or row groups) are changed."""
+        keyed = len(self.tasks) + len(self.workers) + len(self.resources) + len(self.batchers)
+        return keyed + (self.paused is not None)
+
+    def merge(self, later: RowChanges) -> None:
+        """Add ``later``'s changes: a key's later row (or deletion) wins, keys keep their first place."""
+        self.tasks.update(later.tasks)
+        self.workers.update(later.workers)
+        self.resources.update(later.resources)
+        self.batchers.update(later.batchers)
+        if later.paused is not None:
+            self.paused = later.paused
+
+    def to_json(self) -> str:
+        """One line of JSON (no newline in it), versioned; TypeError for a value JSON cannot hold."""
+        document: dict[str, Any] = {"v": JOURNAL_FORMAT}
+        for name in ("tasks", "workers", "resources", "batchers"):
+            value = getattr(self, name)
+            if value:
+                document[name] = value
+        if self.paused is not None:
+            document["paused"] = self.paused
+        return _LINE_ENCODER.encode(document)
+
+    @classmethod
+    def from_json(cls, text: str) -> RowChanges:
+        """The changes ``to_json`` wrote; CorruptStateError naming the problem when the shape is wrong."""
+        try:
+            document = json.loads(text)
+        except ValueError as exc:
+            raise CorruptStateError(f"not JSON ({exc})") from None
+        if not isinstance(document, dict):
+            raise CorruptStateError(f"expected a JSON object, got {_shown(document)}")
+        if document.get("v") != JOURNAL_FORMAT:
+            raise CorruptStateError(f"format version {document.get('v')!r}, expected {JOURNAL_FORMAT}")
+        unknown = set(document) - {"v", "tasks", "workers", "resources", "batchers", "paused"}
+        if unknown:
+            raise CorruptStateError(f"unknown entries {sorted(unknown)}")
+        changes = cls()
+        for name, table, key in _KEYED_TABLES:
+            setattr(changes, name, _keyed_rows(name, table, key, document.get(name, {})))
+        changes.batchers = _batcher_lists(document.get("batchers", {}))
+        paused = document.get("paused")
+        if paused is not None and not isinstance(paused, bool):
+            raise CorruptStateError(f"paused is {_shown(paused)}, expected true, false or null")
+        changes.paused = paused
+        return changes
+
+
+def _keyed_rows(name: str, table: Table, key: str, value: Any) -> dict[str, Row | None]:
+    if not isinstance(value, dict):
+        raise CorruptStateError(f"{name} is {_shown(value)}, expected an object of rows")
+    for row_key, row in value.items():
+        if row is not None:
+            _check_row(table, row_key, row, {key: row_key})
+    return value
+
+
+def _batcher_lists(value: Any) -> dict[str, list[Row]]:
+    if not isinstance(value, dict):
+        raise CorruptStateError(f"batchers is {_shown(value)}, expected an object of row lists")
+    for worker_id, rows in value.items():
+        if not isinstance(rows, list):
+            raise CorruptStateError(f"batchers of {worker_id!r} are {_shown(rows)}, expected a list of rows")
+        for row in rows:
+            _check_row(schema.batchers, worker_id, row, {"worker": worker_id})
+    return value
+
+
+def _check_row(table: Table, key: str, row: Any, expected: dict[str, str]) -> None:
+    """A row has exactly the table's columns, scalar values, nulls only where allowed, and its key."""
+    where = f"{table.name} row {key!r}"
+    if not isinstance(row, dict):
+        raise CorruptStateError(f"{where} is {_shown(row)}, expected an object")
+    if row.keys() != set(table.c.keys()):
+        raise CorruptStateError(f"{where} has columns {sorted(row)}, expected {sorted(table.c.keys())}")
+    for column in table.c:
+        value = row[column.name]
+        if not isinstance(value, _SCALARS) or (value is None and not column.nullable):
+            raise CorruptStateError(f"{where} column {column.name} is {_shown(value)}")
+    for name, value in expected.items():
+        if row[name] != value:
+            raise CorruptStateError(f"{where} has {name} {_shown(row[name])}")
+
+
+def _shown(value: Any) -> str:
+    return f"{value!r:.80}"
+
+
 # Runs one driver-level SQL text once per parameter set (``executemany``); see ``SqlStore``.
 Runner = Callable[[str, Sequence[Any]], Any]
 
@@ -97,12 +219,14 @@ class _TableWriter:
         self._delete = _DriverStatement(self.delete, dialect)
         self._insert = _DriverStatement(self.insert, dialect)
 
-    def replace(self, run: Runner, keys: Iterable[str], rows: list[dict[str, Any]]) -> None:
-        """Delete the rows of ``keys`` that have no new row, and write ``rows``."""
-        written = {row[self.key] for row in rows}
-        gone = [{"_key": key} for key in keys if key not in written]
+    def apply(self, run: Runner, changed: Mapping[str, Row | None]) -> None:
+        """Write each changed key's new row; delete the rows of keys mapped to None."""
+        if not changed:
+            return
+        gone = [{"_key": key} for key, row in changed.items() if row is None]
         if gone:
             self._delete.run(run, gone)
+        rows = [row for row in changed.values() if row is not None]
         if rows:
             self.put(run, rows)
 
@@ -175,16 +299,33 @@ class RowStore:
 
         ``run`` executes driver SQL inside the caller's transaction.
         """
-        self._tasks.replace(run, changes.tasks, self._task_rows(state, changes.tasks))
-        self._workers.replace(run, changes.workers, self._worker_rows(state, changes.workers))
-        self._resources.replace(run, changes.resources, self._resource_rows(state, changes.resources))
-        if changes.batchers:
-            rows = list(_batcher_rows(state, changes.batchers))
-            self._batchers.remove(run, changes.batchers)
-            if rows:
-                self._batchers.put(run, rows)
-        if changes.paused:
-            self._meta.put(run, [_paused_row(state.paused)])
+        self.write_rows(run, self.rows_for(state, changes))
+
+    def rows_for(self, state: SchedulerState, changes: ChangeSet) -> RowChanges:
+        """The changed records' rows as they are now (with their ``seq``), and the rows to delete."""
+        resources: dict[str, Row | None] = dict.fromkeys(changes.resources)
+        for row in self._resource_rows(state, changes.resources):
+            resources[row["name"]] = row
+        return RowChanges(
+            tasks=_changed_rows(state.tasks, self._task_order, changes.tasks, codec.task_row),
+            workers=_changed_rows(state.workers, self._worker_order, changes.workers, codec.worker_row),
+            resources=resources,
+            batchers={worker_id: list(_batcher_rows(state, (worker_id,))) for worker_id in changes.batchers},
+            paused=state.paused if changes.paused else None,
+        )
+
+    def write_rows(self, run: Runner, rows: RowChanges) -> None:
+        """Write ``rows`` with ``run``, which executes driver SQL inside the caller's transaction."""
+        self._tasks.apply(run, rows.tasks)
+        self._workers.apply(run, rows.workers)
+        self._resources.apply(run, rows.resources)
+        if rows.batchers:
+            self._batchers.remove(run, rows.batchers)
+            batcher_rows = [row for worker_rows in rows.batchers.values() for row in worker_rows]
+            if batcher_rows:
+                self._batchers.put(run, batcher_rows)
+        if rows.paused is not None:
+            self._meta.put(run, [_paused_row(rows.paused)])
 
     def write_everything(self, conn: Connection, state: SchedulerState, changes: ChangeSet) -> None:
         """Make the tables hold exactly the state (the first write of a scheduler that did not load)."""
@@ -244,16 +385,24 @@ def _write_paused(conn: Connection, paused: bool) -> None:
 
 
 def _ordered_rows(
-    records: Mapping[str, Any], order: Positions, keys: Iterable[str], encode: Callable[[Any], dict[str, Any]]
-) -> list[dict[str, Any]]:
+    records: Mapping[str, Any], order: Positions, keys: Iterable[str], encode: Callable[[Any], Row]
+) -> list[Row]:
     """Rows for the records still present (with their stable ``seq``); vanished keys leave the order."""
-    rows = []
+    return [row for row in _changed_rows(records, order, keys, encode).values() if row is not None]
+
+
+def _changed_rows(
+    records: Mapping[str, Any], order: Positions, keys: Iterable[str], encode: Callable[[Any], Row]
+) -> dict[str, Row | None]:
+    """Each key's row (with its stable ``seq``), or None for a vanished record (which leaves the order)."""
+    changed: dict[str, Row | None] = {}
     for key in keys:
         record = records.get(key)
         if record is None:
             order.forget(key)
+            changed[key] = None
         else:
             row = encode(record)
             row["seq"] = order.of(key)
-            rows.append(row)
-    return rows
+            changed[key] = row
+    return changed

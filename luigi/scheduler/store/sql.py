@@ -1,11 +1,14 @@
 """``SqlStore``: the scheduler's state in SQLite (a file beside ``state_path``) or any SQLAlchemy database.
 
-Writes are one transaction per ``Scheduler.flush()`` (see ``rows``): through SQLAlchemy for a server
-database, and straight on SQLite's driver connection for the file (a flush is a few rows, and there the
-driver's own work is a small part of what SQLAlchemy's per-statement handling costs). SQLite runs
-in WAL mode with ``synchronous=NORMAL``: a commit survives the process being killed and costs no fsync.
-A SQLite file that cannot be read as our state is moved aside and the scheduler starts empty; a lost
-connection to a database server is opened again at the next flush.
+A server database gets one transaction per ``Scheduler.flush()`` (see ``rows``). A SQLite file gets one
+line per flush appended to its journal, ``<file>.sqlite.journal`` (``<file>.sqlite-journal`` is
+SQLite's own), before the server answers; ``fold()`` (on the server's timer, at the cap of pending
+changes, and at close) writes the journaled rows in one transaction straight on SQLite's driver
+connection, then empties the journal, and ``load()`` replays whatever a stopped process left in it.
+SQLite runs in WAL mode with ``synchronous=NORMAL``: a commit, like a journal line, survives the
+process being killed and costs no fsync. A SQLite file that cannot be read as our state is moved aside
+with its journal and the scheduler starts empty; a damaged journal is moved aside and the scheduler
+starts from the file; a lost connection to a database server is opened again at the next flush.
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ import logging
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,14 +31,19 @@ from luigi.scheduler.config import SchedulerConfig
 from luigi.scheduler.state import SchedulerState
 from luigi.scheduler.store import schema
 from luigi.scheduler.store.base import CorruptStateError, StateStore, StateStoreError
-from luigi.scheduler.store.rows import RowStore, Runner, Snapshot
+from luigi.scheduler.store.journal import JOURNAL_SUFFIX, JournaledRows, journal_file_for, move_aside
+from luigi.scheduler.store.rows import RowChanges, RowStore, Runner, Snapshot
 
 logger = logging.getLogger("luigi.scheduler")
 
 _BUSY_TIMEOUT_MS = 5000
 _SQLITE_BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (named in the sqlite3 module from 3.11 only)
-# What reading a damaged database raises: driver errors, rows of the wrong shape, bad column values.
-_READ_ERRORS = (DBAPIError, CorruptStateError, ValueError, TypeError)
+# PERM, BUSY, LOCKED, NOMEM, READONLY, IOERR, FULL, CANTOPEN, PROTOCOL: the place, not the data, is at fault.
+_SQLITE_UNAVAILABLE_CODES = frozenset({3, 5, 6, 7, 8, 10, 13, 14, 15})
+_UNAVAILABLE_WORDS = ("locked", "readonly", "full", "I/O", "unable to open", "access permission")
+# What reading (or replaying the journal into) a damaged database raises: driver errors, rows of the
+# wrong shape, bad column values.
+_READ_ERRORS = (DBAPIError, sqlite3.Error, CorruptStateError, ValueError, TypeError)
 
 
 def state_file_for(state_path: str | os.PathLike[str]) -> Path:
@@ -66,6 +73,7 @@ class SqlStore(StateStore):
         self._conn: Connection | None = None
         self._mirrors_state = False
         self._rows: RowStore | None = None
+        self._journal = JournaledRows(journal_file_for(self._path)) if self._path is not None else None
         self._closed = False
         self._lock = threading.Lock()  # the scheduler is single-threaded, but shutdown hooks may not be
 
@@ -97,6 +105,11 @@ class SqlStore(StateStore):
         return self._path
 
     @property
+    def journal_path(self) -> Path | None:
+        """The SQLite file's write journal, or None for a server database (which has none)."""
+        return self._journal.path if self._journal is not None else None
+
+    @property
     def where(self) -> str:
         """The file or URL (password hidden), for messages."""
         return str(self._path) if self._path is not None else self._url.render_as_string(hide_password=True)
@@ -112,10 +125,12 @@ class SqlStore(StateStore):
     # -- the StateStore interface -------------------------------------------------------------------------
 
     def load(self, state: SchedulerState) -> None:
-        """Replace the state's records with the stored ones (an empty state if the file was unreadable)."""
+        """Replace the state's records with the stored ones, the journal replayed into the file first
+        (an empty state if the file was unreadable)."""
         with self._lock:
             conn = self._open()
             try:
+                self._replay_journal()
                 with conn.begin():
                     snapshot = self._row_store().read_all(conn)
             except _READ_ERRORS as exc:
@@ -125,7 +140,12 @@ class SqlStore(StateStore):
             self._mirrors_state = True
 
     def record_changes(self, state: SchedulerState, changes: ChangeSet) -> None:
-        """Write every changed record's current fields (or delete its row) in one transaction."""
+        """Make every changed record's current fields (or its deletion) durable.
+
+        A SQLite file appends them to its journal (``fold`` writes them into the file later); a server
+        database writes them in one transaction. The first write of a store that did not load
+        replaces the stored state, in one transaction.
+        """
         with self._lock:
             try:
                 conn = self._open()
@@ -133,8 +153,12 @@ class SqlStore(StateStore):
                 if not self._mirrors_state:
                     with conn.begin():
                         rows.write_everything(conn, state, changes)
-                elif self._path is not None:
-                    _in_sqlite_transaction(conn, lambda run: rows.write_changes(run, state, changes))
+                    if self._journal is not None:
+                        self._journal.forget()
+                elif self._journal is not None:
+                    if self._journal.record(rows.rows_for(state, changes)):
+                        with contextlib.suppress(StateStoreError):  # logged; the changes are journaled
+                            self._fold()
                 else:
                     with conn.begin():
                         rows.write_changes(conn.exec_driver_sql, state, changes)
@@ -148,11 +172,65 @@ class SqlStore(StateStore):
                 raise StateStoreError(f"Cannot write the scheduler state to {self.where}: {exc}") from exc
             self._mirrors_state = True
 
-    def close(self) -> None:
-        """Close the connection; later use raises StateStoreError."""
+    def fold(self) -> None:
+        """Write the journaled changes into the SQLite file in one transaction, then empty the journal.
+
+        On failure both are kept (the next fold, or the next start, writes them) and StateStoreError
+        is raised. Nothing to do for a server database, which is written at each flush.
+        """
         with self._lock:
-            self._dispose()
-            self._closed = True
+            self._fold()
+
+    def close(self) -> None:
+        """Fold the journal, then close the connection and the journal; later use raises StateStoreError.
+
+        A fold that fails is logged: the journal keeps the changes and the next start replays them.
+        """
+        with self._lock:
+            try:
+                with contextlib.suppress(StateStoreError):  # logged by _fold
+                    self._fold()
+            finally:
+                self._dispose()
+                self._closed = True
+
+    # -- the journal of a SQLite file ---------------------------------------------------------------------
+
+    def _fold(self) -> None:
+        journal = self._journal
+        if journal is None or not journal.pending:
+            return
+        try:
+            journal.fold(self._write_rows)
+        except (sqlite3.Error, DBAPIError, StateStoreError) as exc:
+            logger.warning(
+                "Cannot fold the scheduler journal %s into %s (%s); it keeps its changes for the next fold",
+                journal.path,
+                self.where,
+                _reason(exc),
+            )
+            raise StateStoreError(
+                f"Cannot fold the scheduler journal {journal.path} into {self.where}: {_reason(exc)}"
+            ) from exc
+
+    def _replay_journal(self) -> None:
+        if self._journal is None:
+            return
+        try:
+            self._journal.replay(self._write_rows, self.where)
+        except sqlite3.Error as exc:
+            if not _is_unavailable(exc):
+                raise  # the database is damaged: it is moved aside with its journal
+            raise StateStoreError(
+                f"Cannot write the scheduler journal {self._journal.path} into {self.where}: {exc}. "
+                "Both files are kept; make the file writable (or stop what holds it) and start again."
+            ) from exc
+
+    def _write_rows(self, rows: RowChanges) -> None:
+        """Write ``rows`` into the SQLite file in one transaction (errors are the driver's)."""
+        conn = self._open()
+        row_store = self._row_store()
+        _in_sqlite_transaction(conn, lambda run: row_store.write_rows(run, rows))
 
     # -- opening, and recovering from a damaged file ------------------------------------------------------
 
@@ -215,10 +293,12 @@ class SqlStore(StateStore):
         self._dispose()
         if self._path is None or _is_busy(exc) or not self._path.exists():
             raise StateStoreError(f"Cannot open the scheduler state in {self.where}: {_reason(exc)}") from exc
-        moved = _move_aside(self._path)
+        moved = move_aside(self._path, sides=("-wal", "-shm", JOURNAL_SUFFIX))
+        if self._journal is not None:  # what it had pending went with the file's journal
+            self._journal.forget_pending()
         logger.warning(
-            "The scheduler state file %s could not be read (%s); it was moved to %s and the scheduler "
-            "starts with an empty state",
+            "The scheduler state file %s could not be read (%s); it was moved (with its WAL and journal "
+            "files) to %s and the scheduler starts with an empty state",
             self._path,
             _reason(exc),
             moved,
@@ -237,6 +317,8 @@ class SqlStore(StateStore):
         self._conn = None
 
     def _dispose(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
         self._drop_connection()
         if self._engine is not None:
             self._engine.dispose()
@@ -288,28 +370,16 @@ def _reason(exc: BaseException) -> str:
 
 def _is_busy(exc: BaseException) -> bool:
     """Whether another process holds the database: it is in use, not damaged."""
-    orig = getattr(exc, "orig", None)
+    orig = getattr(exc, "orig", exc)
     if not isinstance(orig, sqlite3.OperationalError):
         return False
     code = getattr(orig, "sqlite_errorcode", None)
     return code in _SQLITE_BUSY_CODES or "locked" in str(orig)
 
 
-def _move_aside(path: Path) -> Path:
-    """Rename ``path`` (and its WAL side files) to ``<path>.corrupt-<timestamp>``, never overwriting."""
-    base = f"{path}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}"
-    target, n = Path(base), 1
-    while target.exists():
-        target, n = Path(f"{base}-{n}"), n + 1
-    try:
-        os.rename(path, target)
-        for suffix in ("-wal", "-shm"):
-            side = Path(f"{path}{suffix}")
-            if side.exists():
-                os.rename(side, f"{target}{suffix}")
-    except OSError as exc:
-        raise StateStoreError(
-            f"The scheduler state file {path} cannot be read and cannot be moved aside ({exc}); "
-            "move or delete it, or set [scheduler] state_path elsewhere"
-        ) from None
-    return target
+def _is_unavailable(exc: sqlite3.Error) -> bool:
+    """Whether SQLite refused because of where the file is (busy, read-only, full, I/O), not its data."""
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    if code is not None:
+        return (code & 0xFF) in _SQLITE_UNAVAILABLE_CODES
+    return isinstance(exc, sqlite3.OperationalError) and any(word in str(exc) for word in _UNAVAILABLE_WORDS)

@@ -1,0 +1,562 @@
+"""The write journal of a SQLite state file: flushes are journaled, folded in later, and replayed at start."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import math
+import os
+import re
+import selectors
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from luigi.scheduler import ManualClock, Scheduler, SchedulerConfig
+from luigi.scheduler.store import CorruptStateError, SqlStore, StateStoreError, schema
+from luigi.scheduler.store import journal as journal_module
+from luigi.scheduler.store import sql as sql_module
+from luigi.scheduler.store.journal import LINES_CAP, PENDING_CAP, Journal
+from luigi.scheduler.store.rows import RowChanges
+
+START = 1_000_000.0
+WORKER = "w1"
+
+
+@pytest.fixture
+def state_file(tmp_path: Path) -> Path:
+    return tmp_path / "state.sqlite"
+
+
+@pytest.fixture
+def journal_file(state_file: Path) -> Path:
+    return Path(f"{state_file}.journal")
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(START)
+
+
+def open_scheduler(state_file: Path, clock: ManualClock, **options) -> Scheduler:
+    """What luigid does at start: a scheduler on the SQLite file, loaded."""
+    sch = Scheduler(SchedulerConfig(**options), clock=clock, store=SqlStore.for_file(state_file))
+    sch.load()
+    return sch
+
+
+def statuses(sch: Scheduler) -> dict[str, str]:
+    return {task_id: task["status"] for task_id, task in sch.task_list("", limit=False).items()}
+
+
+def stored_task_ids(state_file: Path) -> set[str]:
+    """The task rows the SQLite file holds, read by another connection."""
+    conn = sqlite3.connect(state_file)
+    try:
+        return {task_id for (task_id,) in conn.execute("SELECT id FROM tasks")}
+    finally:
+        conn.close()
+
+
+def corrupt_copies(path: Path) -> list[Path]:
+    return sorted(path.parent.glob(f"{path.name}.corrupt-*"))
+
+
+def task_row(task_id: str, status: str = "PENDING") -> dict:
+    """A tasks row of the right shape: nulls where allowed, a value of the column's type elsewhere."""
+    examples = {"VARCHAR": "", "TEXT": "null", "FLOAT": 0.0, "DOUBLE": 0.0, "BOOLEAN": False, "INTEGER": 0}
+    row = {
+        column.name: None if column.nullable else examples[str(column.type).split("(")[0]]
+        for column in schema.tasks.c
+    }
+    row.update(id=task_id, status=status)
+    return row
+
+
+# -- RowChanges: what one journal line holds ------------------------------------------------------------
+
+
+def test_merged_changes_keep_the_later_row_of_each_key_in_the_order_keys_first_appeared():
+    merged = RowChanges(tasks={"A": task_row("A"), "B": task_row("B")})
+    merged.merge(RowChanges(tasks={"C": task_row("C"), "A": task_row("A", "DONE")}))
+
+    assert list(merged.tasks) == ["A", "B", "C"]
+    assert merged.tasks["A"] == task_row("A", "DONE")
+    assert len(merged) == 3
+
+
+def test_a_deletion_wins_over_an_earlier_row_and_a_later_row_over_a_deletion():
+    merged = RowChanges(tasks={"A": task_row("A"), "B": None}, workers={"w": {"id": "w"}})
+    merged.merge(RowChanges(tasks={"A": None, "B": task_row("B")}, workers={"w": None}))
+
+    assert merged.tasks == {"A": None, "B": task_row("B")}
+    assert merged.workers == {"w": None}
+
+
+def test_a_workers_batchers_are_replaced_whole_and_pause_keeps_its_last_change():
+    one = {"worker": "w", "family": "F", "batched_args": '["a"]', "max_batch_size": "2"}
+    two = {"worker": "w", "family": "G", "batched_args": '["b"]', "max_batch_size": "3"}
+    merged = RowChanges(batchers={"w": [one, two], "x": []}, paused=True)
+    merged.merge(RowChanges(batchers={"w": [two]}))
+    assert merged.batchers == {"w": [two], "x": []}
+    assert merged.paused is True
+    merged.merge(RowChanges(paused=False))
+    assert merged.paused is False
+    assert len(merged) == 3  # two workers' batchers and the pause flag
+
+
+def test_changes_survive_their_journal_line_including_non_finite_floats_and_unicode():
+    row = task_row("Tâche\n1")
+    row.update(created=math.inf, updated=-math.inf, retry=1.5, runnable=True, expl='"quoted"', seq=7)
+    changes = RowChanges(
+        tasks={"Tâche\n1": row, "gone": None},
+        resources={"db": {"name": "db", "seq": 0, "amount": "2"}},
+        batchers={"w": []},
+        paused=False,
+    )
+    line = changes.to_json()
+
+    assert "\n" not in line
+    assert RowChanges.from_json(line) == changes
+    nan_row = task_row("N")
+    nan_row["retry"] = math.nan
+    assert math.isnan(RowChanges.from_json(RowChanges(tasks={"N": nan_row}).to_json()).tasks["N"]["retry"])
+
+
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        ('{"v": 1, "tasks": {', "not JSON"),
+        ("[1, 2]", "expected a JSON object"),
+        ('{"v": 2}', "format version 2, expected 1"),
+        ('{"v": 1, "extra": {}}', "unknown entries ['extra']"),
+        ('{"v": 1, "tasks": []}', "tasks is [], expected an object of rows"),
+        ('{"v": 1, "tasks": {"A": {"id": "A"}}}', "tasks row 'A' has columns ['id'], expected"),
+        ('{"v": 1, "batchers": {"w": {}}}', "batchers of 'w' are {}, expected a list of rows"),
+        ('{"v": 1, "paused": "yes"}', "paused is 'yes', expected true, false or null"),
+    ],
+)
+def test_a_journal_line_of_the_wrong_shape_is_refused_naming_the_problem(line, problem):
+    with pytest.raises(CorruptStateError) as caught:
+        RowChanges.from_json(line)
+    assert problem in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        ({"status": ["PENDING"]}, "column status is ['PENDING']"),
+        ({"status": None}, "column status is None"),
+        ({"id": "B"}, "tasks row 'A' has id 'B'"),
+    ],
+)
+def test_a_journal_row_with_a_bad_value_is_refused_naming_the_row_and_column(change, problem):
+    row = task_row("A")
+    row.update(change)
+    line = RowChanges(tasks={"A": row}).to_json()
+    with pytest.raises(CorruptStateError, match=problem.replace("[", r"\[").replace("]", r"\]")):
+        RowChanges.from_json(line)
+
+
+# -- the journal file -----------------------------------------------------------------------------------
+
+
+def test_a_journal_reads_back_its_whole_lines_and_is_emptied_by_clear(tmp_path):
+    journal = Journal(tmp_path / "j")
+    assert journal.read() == []  # not created until the first append
+    journal.append('{"a": 1}')
+    journal.append('{"b": "x"}')
+    assert journal.read() == ['{"a": 1}', '{"b": "x"}']
+    journal.clear()
+    assert journal.read() == []
+    journal.append("after")
+    journal.close()
+    assert (tmp_path / "j").read_bytes() == b"after\n"
+
+
+def test_an_append_cut_short_by_a_full_disk_leaves_no_partial_line(tmp_path, monkeypatch):
+    journal = Journal(tmp_path / "j")
+    journal.append("first")
+    real_write = os.write
+
+    def half_then_full(fd, data):
+        if len(data) > 4:
+            return real_write(fd, bytes(data[:4]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(journal_module.os, "write", half_then_full)
+    with pytest.raises(StateStoreError, match=r"Cannot append to the scheduler journal .*No space left"):
+        journal.append("second line")
+    monkeypatch.setattr(journal_module.os, "write", real_write)
+
+    assert (tmp_path / "j").read_bytes() == b"first\n"
+    journal.append("third")
+    assert journal.read() == ["first", "third"]
+    journal.close()
+
+
+# -- flushes are journaled and replayed -------------------------------------------------------------------
+
+
+def test_flushed_changes_wait_in_the_journal_and_a_new_store_on_the_file_replays_them(
+    state_file, journal_file, clock
+):
+    before = open_scheduler(state_file, clock, resources={"db": 1})
+    before.add_task(worker=WORKER, task_id="A", family="A")
+    before.add_task(worker=WORKER, task_id="B", family="B")
+    before.flush()
+    assert before.get_work(worker=WORKER)["task_id"] in ("A", "B")
+    before.add_task(worker=WORKER, task_id="Gone")
+    before.flush()
+    before.add_task_batcher(worker=WORKER, task_family="A", batched_args=["n"], max_batch_size=math.inf)
+    before.update_resource("db", 3)
+    before.pause()
+    before.add_task(worker="w2", task_id="C")
+    before.disable_worker(worker="w2")
+    before.flush()
+    assert stored_task_ids(state_file) == set()  # nothing folded yet: the journal holds it all
+    assert len(journal_file.read_text().splitlines()) == 3
+
+    after = open_scheduler(state_file, clock, resources={"db": 1})  # `before` is left open, as after kill -9
+
+    assert statuses(after) == statuses(before)
+    assert after.task_list("RUNNING") == before.task_list("RUNNING")
+    assert after.is_paused() == {"paused": True}
+    assert {r["name"]: r["num_total"] for r in after.resource_list()} == {"db": 3}
+    assert after.get_work(worker="w2")["worker_state"] == "disabled"
+    assert after._state.batchers == {WORKER: {"A": (["n"], math.inf)}}
+    assert journal_file.read_bytes() == b""
+    assert stored_task_ids(state_file) == {"A", "B", "Gone", "C"}
+
+
+def test_a_task_removed_after_it_was_journaled_is_gone_after_the_replay(state_file, clock):
+    before = open_scheduler(state_file, clock, worker_disconnect_delay=60, remove_delay=100)
+    before.add_task(worker=WORKER, task_id="A")
+    before.add_task(worker="w2", task_id="B")
+    before.flush()
+    before.checkpoint()  # A and B are in the file
+    clock.advance(61)
+    before.ping(worker="w2")
+    before.prune()
+    clock.advance(101)
+    before.ping(worker="w2")
+    before.prune()
+    before.flush()
+    assert "A" not in statuses(before)
+
+    after = open_scheduler(state_file, clock)
+    assert statuses(after) == {"B": "PENDING"}
+    assert stored_task_ids(state_file) == {"B"}
+
+
+def wait_for_line(stream, deadline_seconds: float = 60.0) -> str:
+    """The child's next line of output, or an AssertionError once the deadline has passed."""
+    selector = selectors.DefaultSelector()
+    selector.register(stream, selectors.EVENT_READ)
+    deadline = time.monotonic() + deadline_seconds
+    received = b""
+    try:
+        while b"\n" not in received:
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(left):
+                raise AssertionError(f"no line from the child within {deadline_seconds}s (got {received!r})")
+            chunk = os.read(stream.fileno(), 4096)
+            if not chunk:
+                raise AssertionError(f"the child exited before writing a line (got {received!r})")
+            received += chunk
+    finally:
+        selector.close()
+    return received.decode().splitlines()[0]
+
+
+def test_flushes_acknowledged_before_a_kill_9_are_all_there_after_a_restart(state_file, journal_file):
+    child = textwrap.dedent(
+        f"""
+        import sys
+        from luigi.scheduler import Scheduler, SchedulerConfig
+        from luigi.scheduler.store import SqlStore
+        sch = Scheduler(SchedulerConfig(), store=SqlStore.for_file({str(state_file)!r}))
+        sch.load()
+        for n in range(20):
+            sch.add_task(worker="w1", task_id=f"T{{n}}")
+            sch.flush()
+        sch.get_work(worker="w1")
+        sch.flush()
+        sch.add_task(worker="w1", task_id="T19", status="DONE")
+        sch.add_task(worker="w1", task_id="T18", status="FAILED", expl="boom")
+        sch.flush()
+        print("flushed", flush=True)
+        sys.stdin.read()  # wait to be killed
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", child], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=Path.cwd()
+    )
+    try:
+        assert proc.stdout is not None
+        assert wait_for_line(proc.stdout) == "flushed"
+        assert stored_task_ids(state_file) == set()  # everything is still in the journal
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()
+
+    after = open_scheduler(state_file, ManualClock(START))
+    found = statuses(after)
+    running = [task_id for task_id, status in found.items() if status == "RUNNING"]
+    assert found.pop("T19") == "DONE"
+    assert found.pop("T18") == "FAILED"
+    assert after.fetch_error("T18")["error"] == "boom"
+    assert len(running) == 1 and sorted(found.values()) == ["PENDING"] * 17 + ["RUNNING"]
+    assert journal_file.read_bytes() == b""
+
+
+def test_a_last_line_cut_short_by_a_kill_is_ignored_with_a_warning(state_file, journal_file, clock, caplog):
+    before = open_scheduler(state_file, clock)
+    before.add_task(worker=WORKER, task_id="A")
+    before.flush()
+    line = RowChanges(tasks={"B": None}).to_json().encode()
+    with journal_file.open("ab") as journal:
+        journal.write(line[: len(line) // 2])
+
+    with caplog.at_level(logging.WARNING, logger="luigi.scheduler"):
+        after = open_scheduler(state_file, clock)
+
+    assert statuses(after) == {"A": "PENDING"}
+    assert str(journal_file) in caplog.text and "cut short" in caplog.text
+    assert journal_file.read_bytes() == b""
+    assert corrupt_copies(journal_file) == []
+
+
+@pytest.mark.parametrize("bad_line", [b'{"v": 1, "tasks": {"X": 42}}', b"\xff\xfe not text"])
+def test_a_damaged_journal_is_applied_up_to_the_damage_then_moved_aside(
+    state_file, journal_file, clock, caplog, bad_line
+):
+    before = open_scheduler(state_file, clock)
+    before.add_task(worker=WORKER, task_id="Folded")
+    before.flush()
+    before.checkpoint()
+    before.add_task(worker=WORKER, task_id="B")
+    before.flush()
+    before.add_task(worker=WORKER, task_id="C")
+    before.flush()
+    first, second = journal_file.read_bytes().splitlines(keepends=True)
+    damaged = first + bad_line + b"\n" + second
+    journal_file.write_bytes(damaged)
+
+    with caplog.at_level(logging.WARNING, logger="luigi.scheduler"):
+        after = open_scheduler(state_file, clock)
+
+    assert statuses(after) == {"Folded": "PENDING", "B": "PENDING"}  # C came after the damage
+    [moved] = corrupt_copies(journal_file)
+    assert moved.read_bytes() == damaged
+    assert str(journal_file) in caplog.text and str(moved) in caplog.text and str(state_file) in caplog.text
+    assert "line 2" in caplog.text
+    after.add_task(worker=WORKER, task_id="D")
+    after.flush()
+    assert statuses(open_scheduler(state_file, clock)) == {
+        "Folded": "PENDING",
+        "B": "PENDING",
+        "D": "PENDING",
+    }
+
+
+def test_a_damaged_database_is_moved_aside_with_its_journal(state_file, journal_file, clock, caplog):
+    before = open_scheduler(state_file, clock)
+    before.add_task(worker=WORKER, task_id="A")
+    before.flush()
+    before.close()
+    before = open_scheduler(state_file, clock)
+    before.add_task(worker=WORKER, task_id="B")
+    before.flush()  # left open, as after kill -9
+    journaled = journal_file.read_bytes()
+    state_file.write_bytes(b"this is not a database\x00" * 100)
+
+    with caplog.at_level(logging.WARNING, logger="luigi.scheduler"):
+        after = open_scheduler(state_file, clock)
+
+    assert statuses(after) == {}
+    [moved] = [path for path in corrupt_copies(state_file) if re.search(r"\.corrupt-[0-9T]+$", path.name)]
+    assert Path(f"{moved}.journal").read_bytes() == journaled
+    assert str(moved) in caplog.text and "journal" in caplog.text
+    assert not journal_file.exists() or journal_file.read_bytes() == b""
+
+
+def test_a_journal_the_database_cannot_take_now_stops_the_start_and_keeps_both_files(
+    state_file, journal_file, clock, monkeypatch
+):
+    before = open_scheduler(state_file, clock)
+    before.add_task(worker=WORKER, task_id="A")
+    before.flush()  # left open, as after kill -9
+    journaled = journal_file.read_bytes()
+
+    def locked(conn, write):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(sql_module, "_in_sqlite_transaction", locked)
+    with pytest.raises(StateStoreError, match=r"Cannot write the scheduler journal .*database is locked"):
+        open_scheduler(state_file, clock)
+    monkeypatch.undo()
+
+    assert journal_file.read_bytes() == journaled
+    assert corrupt_copies(state_file) == []
+    assert statuses(open_scheduler(state_file, clock)) == {"A": "PENDING"}
+
+
+def test_the_first_write_of_a_store_that_did_not_load_makes_the_journal_obsolete(
+    state_file, journal_file, clock
+):
+    old = open_scheduler(state_file, clock)
+    old.add_task(worker=WORKER, task_id="Old")
+    old.flush()  # journaled, never folded
+    assert journal_file.read_bytes() != b""
+
+    fresh = Scheduler(SchedulerConfig(), clock=clock, store=SqlStore.for_file(state_file))
+    fresh.add_task(worker=WORKER, task_id="New")
+    fresh.flush()
+
+    assert journal_file.read_bytes() == b""
+    assert stored_task_ids(state_file) == {"New"}
+    assert statuses(open_scheduler(state_file, clock)) == {"New": "PENDING"}
+
+
+def test_a_journal_that_cannot_be_written_fails_the_flush_and_the_next_flush_writes_the_changes(
+    state_file, journal_file, clock
+):
+    sch = open_scheduler(state_file, clock)
+    journal_file.mkdir()  # nothing can be appended to a directory
+    sch.add_task(worker=WORKER, task_id="A")
+    with pytest.raises(
+        StateStoreError, match=f"Cannot append to the scheduler journal {re.escape(str(journal_file))}"
+    ):
+        sch.flush()
+
+    journal_file.rmdir()
+    sch.flush()
+    assert statuses(open_scheduler(state_file, clock)) == {"A": "PENDING"}
+
+
+# -- folding ----------------------------------------------------------------------------------------------
+
+
+def commit_counter(state_file: Path):
+    """How many transactions others committed to the file since this was called (its data_version)."""
+    observer = sqlite3.connect(state_file, isolation_level=None)
+    start = observer.execute("PRAGMA data_version").fetchone()[0]
+    return lambda: observer.execute("PRAGMA data_version").fetchone()[0] - start, observer
+
+
+def test_a_checkpoint_writes_every_journaled_flush_in_one_transaction_and_empties_the_journal(
+    state_file, journal_file, clock
+):
+    sch = open_scheduler(state_file, clock)
+    commits, observer = commit_counter(state_file)
+    for n in range(5):
+        sch.add_task(worker=WORKER, task_id=f"T{n}")
+        sch.flush()
+    sch.add_task(worker=WORKER, task_id="T0", status="DONE")
+    sch.flush()
+    assert commits() == 0
+
+    sch.checkpoint()
+    assert commits() == 1
+    assert journal_file.read_bytes() == b""
+    status = dict(observer.execute("SELECT id, status FROM tasks"))
+    assert status == {"T0": "DONE", "T1": "PENDING", "T2": "PENDING", "T3": "PENDING", "T4": "PENDING"}
+    sch.checkpoint()
+    assert commits() == 1  # nothing pending: nothing written
+    observer.close()
+
+
+def test_a_failed_fold_keeps_the_journal_and_a_later_fold_or_a_restart_writes_everything(
+    state_file, journal_file, clock, caplog
+):
+    sch = open_scheduler(state_file, clock)
+    sch.add_task(worker=WORKER, task_id="A")
+    sch.flush()
+    sch.checkpoint()
+    outside = sqlite3.connect(state_file, isolation_level=None)
+    outside.execute("ALTER TABLE tasks RENAME TO tasks_away")
+    sch.add_task(worker=WORKER, task_id="B")
+    sch.flush()
+    journaled = journal_file.read_bytes()
+
+    with caplog.at_level(logging.WARNING, logger="luigi.scheduler"):
+        with pytest.raises(
+            StateStoreError, match=rf"Cannot fold the scheduler journal {re.escape(str(journal_file))}"
+        ):
+            sch.checkpoint()
+        sch.close()  # folds again, fails again: logged, not raised
+    assert journal_file.read_bytes() == journaled
+    assert caplog.text.count("Cannot fold") == 2
+
+    outside.execute("ALTER TABLE tasks_away RENAME TO tasks")
+    outside.close()
+    assert statuses(open_scheduler(state_file, clock)) == {"A": "PENDING", "B": "PENDING"}
+
+
+def test_a_fold_that_fails_once_succeeds_at_the_next_checkpoint(state_file, journal_file, clock):
+    sch = open_scheduler(state_file, clock)
+    outside = sqlite3.connect(state_file, isolation_level=None)
+    outside.execute("ALTER TABLE workers RENAME TO workers_away")
+    sch.add_task(worker=WORKER, task_id="A")
+    sch.flush()
+    with pytest.raises(StateStoreError, match="no such table: workers"):
+        sch.checkpoint()
+    sch.add_task(worker=WORKER, task_id="B")
+    sch.flush()
+
+    outside.execute("ALTER TABLE workers_away RENAME TO workers")
+    outside.close()
+    sch.checkpoint()
+    assert stored_task_ids(state_file) == {"A", "B"}
+    assert journal_file.read_bytes() == b""
+
+
+def test_a_flush_that_brings_the_pending_changes_to_the_cap_folds_them_itself(
+    state_file, journal_file, clock
+):
+    sch = open_scheduler(state_file, clock)
+    for n in range(PENDING_CAP - 10):  # with the worker's row: PENDING_CAP - 9 keys
+        sch.add_task(worker=WORKER, task_id=f"T{n}")
+    sch.flush()
+    assert stored_task_ids(state_file) == set()
+
+    for n in range(PENDING_CAP - 10, PENDING_CAP):
+        sch.add_task(worker=WORKER, task_id=f"T{n}")
+    sch.flush()
+    assert len(stored_task_ids(state_file)) == PENDING_CAP
+    assert journal_file.read_bytes() == b""
+
+
+def test_a_flush_that_brings_the_journal_to_its_line_cap_folds_it(state_file, journal_file, clock):
+    sch = open_scheduler(state_file, clock)
+    sch.add_task(worker=WORKER, task_id="A")
+    for n in range(LINES_CAP - 1):  # one key changed again and again: few keys, many lines
+        sch.set_task_status_message(task_id="A", status_message=f"at {n}")
+        sch.flush()
+    assert stored_task_ids(state_file) == set()
+
+    sch.set_task_status_message(task_id="A", status_message="last")
+    sch.flush()
+    assert stored_task_ids(state_file) == {"A"}
+    assert journal_file.read_bytes() == b""
+    assert statuses(open_scheduler(state_file, clock)) == {"A": "PENDING"}
+
+
+def test_closing_folds_the_journal_and_a_store_without_a_file_has_no_journal(state_file, journal_file, clock):
+    sch = open_scheduler(state_file, clock)
+    sch.add_task(worker=WORKER, task_id="A")
+    sch.close()
+    assert stored_task_ids(state_file) == {"A"}
+    assert journal_file.read_bytes() == b""
+    assert SqlStore.for_file(state_file).journal_path == journal_file
+    assert SqlStore("sqlite://").journal_path is None
