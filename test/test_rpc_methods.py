@@ -40,7 +40,8 @@ READ_ONLY = {
 }
 
 
-STATE_LIFECYCLE = {"load", "dump", "flush", "checkpoint", "close"}  # called by luigid around requests, never over RPC
+# Called by luigid around requests, never over RPC.
+STATE_LIFECYCLE = {"load", "dump", "flush", "checkpoint", "close"}
 
 
 def scheduler_methods() -> set[str]:

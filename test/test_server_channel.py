@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,8 +14,12 @@ from rpc_test_double import FakeLuigid
 from scheduler_helpers import make_scheduler
 from test_server_bad_input import populated_scheduler, snapshot
 
+import luigi.server.serve
 from luigi import configuration
 from luigi.rpc import RemoteScheduler
+from luigi.scheduler import Scheduler, SchedulerConfig
+from luigi.scheduler.store import SqlStore
+from luigi.scheduler.store.journal import FOLD_DUE_KEYS
 from luigi.server import ServerSettings
 
 CAP = 64 * 1024
@@ -250,3 +255,21 @@ def test_a_channel_idle_past_the_timeout_is_closed_and_busy_ones_are_kept(served
     assert busy.call("is_paused", {})[0] == 200
     idle.close()
     busy.close()
+
+
+def test_after_answers_enough_journaled_changes_are_folded_without_waiting_for_the_timer(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(luigi.server.serve, "CHECKPOINT_INTERVAL", 3600.0)
+    store = SqlStore.for_file(tmp_path / "state.sqlite")
+    scheduler = Scheduler(SchedulerConfig(), store=store)
+    scheduler.load()
+    with serving_in_thread(scheduler) as server:
+        opened = Channel(server.bound_port())
+        assert opened.upgrade()[0] == 101
+        for n in range(FOLD_DUE_KEYS - 1):  # with the worker's row: just enough keys
+            assert opened.call("add_task", {"worker": "w", "task_id": f"T{n}"})[0] == 200
+        wait_until(lambda: store.journal_path.stat().st_size == 0, what="the journal to be folded")
+        opened.close()
+    rows = sqlite3.connect(tmp_path / "state.sqlite").execute("SELECT count(*) FROM tasks").fetchone()
+    assert rows == (FOLD_DUE_KEYS - 1,)

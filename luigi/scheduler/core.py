@@ -122,12 +122,13 @@ class Scheduler:
             self._store.record_changes(self._state, changes)
             changes.clear()
 
-    def checkpoint(self) -> None:
-        """Fold journaled changes into the database (the server calls it on a timer, off the request path).
+    def checkpoint(self, due_only: bool = False) -> None:
+        """Fold journaled changes into the database, off the request path: the server calls it on a
+        timer, and with ``due_only`` right after answering (folding only once enough are waiting).
 
         Raises StateStoreError when the database cannot be written; the journal keeps the changes.
         """
-        self._store.fold()
+        self._store.fold(due_only)
 
     def dump(self) -> None:
         """Luigi's name for saving the state at exit: the same as ``flush``."""

@@ -16,6 +16,7 @@ import asyncio
 import logging
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,9 +47,13 @@ def asks_for_channel(headers: httputil.HTTPHeaders) -> bool:
 class Channels:
     """The channels of one server: each adopted from tornado after its upgrade, all closed at shutdown."""
 
-    def __init__(self, scheduler: Any, settings: ServerSettings) -> None:
+    def __init__(
+        self, scheduler: Any, settings: ServerSettings, after_answers: Callable[[], None] | None = None
+    ) -> None:
         self.scheduler = scheduler
         self.settings = settings
+        self._after_answers = after_answers
+        self._after_pending = False
         self._open: set[RpcChannel] = set()
         self._starting: set[asyncio.Task[None]] = set()
         self.clock = time.monotonic  # replaceable in tests
@@ -71,6 +76,21 @@ class Channels:
         except OSError as exc:  # the client went away during the switch
             logger.debug("RPC channel from %s not started: %s", client, exc)
             sock.close()
+
+    def answered(self) -> None:
+        """A channel wrote answers: run ``after_answers`` once the event loop is done with them.
+
+        Its client is then busy with what it was told, so work done there (folding the state journal)
+        is off that client's path.
+        """
+        if self._after_answers is not None and not self._after_pending:
+            self._after_pending = True
+            asyncio.get_running_loop().call_soon(self._run_after_answers)
+
+    def _run_after_answers(self) -> None:
+        self._after_pending = False
+        assert self._after_answers is not None
+        self._after_answers()
 
     def opened(self, channel: RpcChannel) -> None:
         self._open.add(channel)
@@ -204,6 +224,7 @@ class RpcChannel(asyncio.Protocol):
         self.last_request = self._owner.clock()
         status, text = self._answer(request.name, body)
         self._respond(status, text.encode("utf-8"), close=request.close)
+        self._owner.answered()
         return True
 
     def _answer(self, name: str, body: bytes) -> tuple[int, str]:

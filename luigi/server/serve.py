@@ -107,7 +107,7 @@ class SchedulerServer:
         self._stopping = asyncio.Event()
         if self._stop_requested:
             self._stopping.set()
-        channels = self.channels = Channels(self.scheduler, self.settings)
+        channels = self.channels = Channels(self.scheduler, self.settings, self._checkpoint_if_due)
         router = ApiRouter(app(self.scheduler, self.settings), channels)
         http = tornado.httpserver.HTTPServer(router, max_body_size=self.settings.connection_body_limit)
         http.add_sockets(self.sockets)
@@ -150,7 +150,11 @@ class SchedulerServer:
         except Exception:  # pruning runs again next interval; one failure must not stop the timer
             logger.exception("Periodic prune failed")
 
-    def _checkpoint(self) -> None:
+    def _checkpoint_if_due(self) -> None:
+        """After answers on the RPC channels: fold if enough changes wait (their worker is busy now)."""
+        self._checkpoint(due_only=True)
+
+    def _checkpoint(self, due_only: bool = False) -> None:
         """Fold the store's journal into its database between requests (a no-op when nothing is new).
 
         A failure loses nothing (the journal keeps the rows) and is retried next time; it is logged
@@ -160,7 +164,10 @@ class SchedulerServer:
         if checkpoint is None:
             return
         try:
-            checkpoint()
+            if due_only:
+                checkpoint(due_only=True)
+            else:
+                checkpoint()
         except Exception as exc:
             if str(exc) != self._fold_failure:
                 logger.error("Folding the scheduler state journal failed (retrying): %s", exc)

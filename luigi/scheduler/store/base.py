@@ -38,8 +38,8 @@ class StateStore(abc.ABC):
     def record_changes(self, state: SchedulerState, changes: ChangeSet) -> None:
         """Make durable, all or nothing, the current persisted fields of every record in ``changes``."""
 
-    def fold(self) -> None:  # noqa: B027 - optional: a store that writes at each flush has nothing to fold
-        """Write changes kept in a journal into the database (by default there is no journal)."""
+    def fold(self, due_only: bool = False) -> None:  # noqa: B027 - a store without a journal: nothing to do
+        """Write changes kept in a journal into the database (``due_only``: if enough are waiting)."""
 
     @abc.abstractmethod
     def close(self) -> None:

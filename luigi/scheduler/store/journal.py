@@ -25,6 +25,9 @@ _TAIL_BLOCK = 1 << 16  # how much of the end is read at a time when looking for 
 # them itself (the server folds on a timer well before; the caps bound memory, the file and replay).
 PENDING_CAP = 2000
 LINES_CAP = 10_000
+# Pending keys worth a fold of their own right after an answer, while the worker that asked is busy
+# with what it was told (fewer wait for the server's timer).
+FOLD_DUE_KEYS = 24
 JOURNAL_SUFFIX = ".journal"  # SQLite's own rollback journal is ``<database>-journal``
 
 
@@ -61,6 +64,11 @@ class JournaledRows:
         self.pending.merge(rows)
         self.lines += 1
         return len(self.pending) >= PENDING_CAP or self.lines >= LINES_CAP
+
+    @property
+    def due(self) -> bool:
+        """Whether enough changes are pending for a fold between requests."""
+        return len(self.pending) >= FOLD_DUE_KEYS
 
     def fold(self, write: Callable[[RowChanges], None]) -> None:
         """``write`` the pending changes, then empty the journal; if ``write`` fails, both are kept."""

@@ -157,8 +157,7 @@ class SqlStore(StateStore):
                         self._journal.forget()
                 elif self._journal is not None:
                     if self._journal.record(rows.rows_for(state, changes)):
-                        with contextlib.suppress(StateStoreError):  # logged; the changes are journaled
-                            self._fold()
+                        self._fold_logged()  # at a cap; a failure loses nothing: the rows are journaled
                 else:
                     with conn.begin():
                         rows.write_changes(conn.exec_driver_sql, state, changes)
@@ -172,14 +171,17 @@ class SqlStore(StateStore):
                 raise StateStoreError(f"Cannot write the scheduler state to {self.where}: {exc}") from exc
             self._mirrors_state = True
 
-    def fold(self) -> None:
+    def fold(self, due_only: bool = False) -> None:
         """Write the journaled changes into the SQLite file in one transaction, then empty the journal.
 
-        On failure both are kept (the next fold, or the next start, writes them) and StateStoreError
-        is raised. Nothing to do for a server database, which is written at each flush.
+        With ``due_only``, only once enough changes are pending to be worth a transaction (the server
+        asks that after each answer). On failure both are kept (the next fold, or the next start,
+        writes them) and StateStoreError is raised. Nothing to do for a server database, which is
+        written at each flush.
         """
         with self._lock:
-            self._fold()
+            if not due_only or (self._journal is not None and self._journal.due):
+                self._fold()
 
     def close(self) -> None:
         """Fold the journal, then close the connection and the journal; later use raises StateStoreError.
@@ -188,13 +190,18 @@ class SqlStore(StateStore):
         """
         with self._lock:
             try:
-                with contextlib.suppress(StateStoreError):  # logged by _fold
-                    self._fold()
+                self._fold_logged()
             finally:
                 self._dispose()
                 self._closed = True
 
     # -- the journal of a SQLite file ---------------------------------------------------------------------
+
+    def _fold_logged(self) -> None:
+        try:
+            self._fold()
+        except StateStoreError as exc:
+            logger.warning("%s; the journal keeps its changes for the next fold", exc)
 
     def _fold(self) -> None:
         journal = self._journal
@@ -203,12 +210,6 @@ class SqlStore(StateStore):
         try:
             journal.fold(self._write_rows)
         except (sqlite3.Error, DBAPIError, StateStoreError) as exc:
-            logger.warning(
-                "Cannot fold the scheduler journal %s into %s (%s); it keeps its changes for the next fold",
-                journal.path,
-                self.where,
-                _reason(exc),
-            )
             raise StateStoreError(
                 f"Cannot fold the scheduler journal {journal.path} into {self.where}: {_reason(exc)}"
             ) from exc
