@@ -11,7 +11,7 @@ still run due housekeeping (``prune``) first, as Luigi's do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
@@ -86,28 +86,36 @@ class RpcMethod:
         """The full argument dict (defaults filled in), or RpcArgumentError naming the problem."""
         return {**self._defaults, **self.check(kwargs)}
 
+    @cached_property
+    def _kinds(self) -> dict[str, tuple[Container[type], str]]:
+        """Each parameter's kind, and the exact types that pass it without a closer look."""
+        return {p.name: (_SURE_TYPES.get(p.kind, frozenset()), p.kind) for p in self.parameters}
+
     def check(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The arguments this method takes from ``kwargs`` (unknown ones dropped when ``lenient``), with
         their types checked; RpcArgumentError names the first problem. Defaults are not filled in."""
         if not isinstance(kwargs, Mapping):
             raise RpcArgumentError(f"{self.name}: arguments must be a JSON object, got {kwargs!r}")
-        known = self._known
-        checked: dict[str, Any] = {}
+        kinds = self._kinds
+        dropped: list[str] = []
         for name, value in kwargs.items():
-            parameter = known.get(name)
-            if parameter is not None:
-                _check_type(self.name, name, parameter.kind, value)
-            elif self.var_keyword is not None:
-                _check_type(self.name, name, self.var_keyword_kind, value)
-            elif self.lenient:
-                continue
-            else:
-                expected = ", ".join(self.parameter_names) or "no arguments"
-                raise RpcArgumentError(f"{self.name}: unexpected argument {name!r} (it takes: {expected})")
-            checked[name] = value
+            known = kinds.get(name)
+            if known is None:
+                if self.var_keyword is not None:
+                    _check_type(self.name, name, self.var_keyword_kind, value)
+                elif self.lenient:
+                    dropped.append(name)
+                else:
+                    takes = ", ".join(self.parameter_names) or "no arguments"
+                    raise RpcArgumentError(f"{self.name}: unexpected argument {name!r} (it takes: {takes})")
+            elif type(value) not in known[0]:  # the common case (a JSON value of the kind): one lookup
+                _check_type(self.name, name, known[1], value)
         for name in self._required:
-            if name not in checked:
+            if name not in kwargs:
                 raise RpcArgumentError(f"{self.name}: missing required argument {name!r}")
+        checked = dict(kwargs)
+        for name in dropped:
+            del checked[name]
         return checked
 
 
@@ -329,6 +337,28 @@ def _check_type(method: str, argument: str, kind: str, value: Any) -> None:
         f"{method}: argument {argument!r} must be {description}{also}, got {value!r} ({type(value).__name__})"
     )
 
+
+# The exact types that certainly pass each kind (others, such as a dict subclass or a list whose items
+# must be checked, go through the kind's check).
+class _EveryType:
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+_SURE_TYPES: dict[str, Container[type]] = {
+    "any": _EveryType(),
+    "any?": _EveryType(),
+} | {
+    kind + suffix: frozenset(types) | (frozenset({type(None)}) if suffix else frozenset())
+    for kind, types in {
+        "str": (str,),
+        "bool": (bool,),
+        "int": (int,),
+        "number": (int, float),
+        "dict": (dict,),
+    }.items()
+    for suffix in ("", "?")
+}
 
 # Each kind, with and without a trailing "?" (null allowed): (check, nullable, description).
 _CHECKS_BY_KIND: dict[str, tuple[Callable[[Any], bool], bool, str]] = {
