@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from luigi.scheduler import ManualClock, Scheduler, SchedulerConfig
-from luigi.scheduler.store import CorruptStateError, SqlStore, StateStoreError, schema
+from luigi.scheduler.config import RetryPolicy
+from luigi.scheduler.records import TaskRecord, WorkerRecord
+from luigi.scheduler.store import CorruptStateError, SqlStore, StateStoreError, codec
 from luigi.scheduler.store import journal as journal_module
 from luigi.scheduler.store import sql as sql_module
 from luigi.scheduler.store.journal import FOLD_DUE_KEYS, LINES_CAP, PENDING_CAP, Journal
@@ -27,6 +29,7 @@ from luigi.scheduler.store.rows import RowChanges
 
 START = 1_000_000.0
 WORKER = "w1"
+POLICY = RetryPolicy(retry_count=3, disable_hard_timeout=999999999, disable_window=3600)
 
 
 @pytest.fixture
@@ -68,34 +71,35 @@ def corrupt_copies(path: Path) -> list[Path]:
     return sorted(path.parent.glob(f"{path.name}.corrupt-*"))
 
 
-def task_row(task_id: str, status: str = "PENDING") -> dict:
-    """A tasks row of the right shape: nulls where allowed, a value of the column's type elsewhere."""
-    examples = {"VARCHAR": "", "TEXT": "null", "FLOAT": 0.0, "DOUBLE": 0.0, "BOOLEAN": False, "INTEGER": 0}
-    row = {
-        column.name: None if column.nullable else examples[str(column.type).split("(")[0]]
-        for column in schema.tasks.c
-    }
-    row.update(id=task_id, status=status)
-    return row
+def task_values(task_id: str, status: str = "PENDING", seq: int = 0, **fields) -> tuple:
+    """What a flush journals for a task: its field values, then its ``seq``."""
+    task = TaskRecord(id=task_id, status=status, created=START, updated=START, retry_policy=POLICY)
+    for name, value in fields.items():
+        setattr(task, name, value)
+    return (*codec.task_values(task), seq)
+
+
+def worker_values(worker_id: str, seq: int = 0) -> tuple:
+    return (*codec.worker_values(WorkerRecord(id=worker_id, started=START, last_active=START)), seq)
 
 
 # -- RowChanges: what one journal line holds ------------------------------------------------------------
 
 
-def test_merged_changes_keep_the_later_row_of_each_key_in_the_order_keys_first_appeared():
-    merged = RowChanges(tasks={"A": task_row("A"), "B": task_row("B")})
-    merged.merge(RowChanges(tasks={"C": task_row("C"), "A": task_row("A", "DONE")}))
+def test_merged_changes_keep_the_later_values_of_each_key_in_the_order_keys_first_appeared():
+    merged = RowChanges(tasks={"A": task_values("A"), "B": task_values("B")})
+    merged.merge(RowChanges(tasks={"C": task_values("C"), "A": task_values("A", "DONE")}))
 
     assert list(merged.tasks) == ["A", "B", "C"]
-    assert merged.tasks["A"] == task_row("A", "DONE")
+    assert merged.tasks["A"] == task_values("A", "DONE")
     assert len(merged) == 3
 
 
-def test_a_deletion_wins_over_an_earlier_row_and_a_later_row_over_a_deletion():
-    merged = RowChanges(tasks={"A": task_row("A"), "B": None}, workers={"w": {"id": "w"}})
-    merged.merge(RowChanges(tasks={"A": None, "B": task_row("B")}, workers={"w": None}))
+def test_a_deletion_wins_over_earlier_values_and_later_values_over_a_deletion():
+    merged = RowChanges(tasks={"A": task_values("A"), "B": None}, workers={"w": worker_values("w")})
+    merged.merge(RowChanges(tasks={"A": None, "B": task_values("B")}, workers={"w": None}))
 
-    assert merged.tasks == {"A": None, "B": task_row("B")}
+    assert merged.tasks == {"A": None, "B": task_values("B")}
     assert merged.workers == {"w": None}
 
 
@@ -111,11 +115,29 @@ def test_a_workers_batchers_are_replaced_whole_and_pause_keeps_its_last_change()
     assert len(merged) == 3  # two workers' batchers and the pause flag
 
 
+def test_journaled_values_make_the_same_rows_as_the_record_itself():
+    values = task_values(
+        "Tâche\n1",
+        seq=7,
+        deps={"b", "a"},
+        workers={"w2": None, "w1": None},
+        params={"n": 1, "xs": (1, 2)},
+        expl='"quoted"',
+        failure_times=[1.5, 2.5],
+        retry=math.inf,
+    )
+    read_back = RowChanges.from_json(RowChanges(tasks={"Tâche\n1": values}).to_json())
+    expected = {**codec.task_row_of(values), "seq": 7}
+    assert (
+        read_back.task_rows() == RowChanges(tasks={"Tâche\n1": values}).task_rows() == {"Tâche\n1": expected}
+    )
+    assert expected["deps"] == '["a","b"]' and expected["workers"] == '["w2","w1"]'
+
+
 def test_changes_survive_their_journal_line_including_non_finite_floats_and_unicode():
-    row = task_row("Tâche\n1")
-    row.update(created=math.inf, updated=-math.inf, retry=1.5, runnable=True, expl='"quoted"', seq=7)
     changes = RowChanges(
-        tasks={"Tâche\n1": row, "gone": None},
+        tasks={"Tâche\n1": task_values("Tâche\n1", created=math.inf, updated=-math.inf), "gone": None},
+        workers={"w": worker_values("w", seq=3)},
         resources={"db": {"name": "db", "seq": 0, "amount": "2"}},
         batchers={"w": []},
         paused=False,
@@ -123,10 +145,15 @@ def test_changes_survive_their_journal_line_including_non_finite_floats_and_unic
     line = changes.to_json()
 
     assert "\n" not in line
-    assert RowChanges.from_json(line) == changes
-    nan_row = task_row("N")
-    nan_row["retry"] = math.nan
-    assert math.isnan(RowChanges.from_json(RowChanges(tasks={"N": nan_row}).to_json()).tasks["N"]["retry"])
+    read_back = RowChanges.from_json(line)
+    assert read_back.task_rows() == changes.task_rows() and read_back.worker_rows() == changes.worker_rows()
+    assert (read_back.resources, read_back.batchers, read_back.paused) == (
+        changes.resources,
+        {"w": []},
+        False,
+    )
+    nan_line = RowChanges(tasks={"N": task_values("N", retry=math.nan)}).to_json()
+    assert math.isnan(RowChanges.from_json(nan_line).task_rows()["N"]["retry"])
 
 
 @pytest.mark.parametrize(
@@ -136,8 +163,12 @@ def test_changes_survive_their_journal_line_including_non_finite_floats_and_unic
         ("[1, 2]", "expected a JSON object"),
         ('{"v": 2}', "format version 2, expected 1"),
         ('{"v": 1, "extra": {}}', "unknown entries ['extra']"),
-        ('{"v": 1, "tasks": []}', "tasks is [], expected an object of rows"),
-        ('{"v": 1, "tasks": {"A": {"id": "A"}}}', "tasks row 'A' has columns ['id'], expected"),
+        ('{"v": 1, "tasks": []}', "tasks is [], expected an object of value lists"),
+        (
+            '{"v": 1, "tasks": {"A": {"id": "A"}}}',
+            "tasks row 'A' is {'id': 'A'}, expected a list of 33 values",
+        ),
+        ('{"v": 1, "workers": {"w": [1]}}', "workers row 'w' is [1], expected a list of 9 values"),
         ('{"v": 1, "batchers": {"w": {}}}', "batchers of 'w' are {}, expected a list of rows"),
         ('{"v": 1, "paused": "yes"}', "paused is 'yes', expected true, false or null"),
     ],
@@ -151,16 +182,19 @@ def test_a_journal_line_of_the_wrong_shape_is_refused_naming_the_problem(line, p
 @pytest.mark.parametrize(
     "change, problem",
     [
-        ({"status": ["PENDING"]}, "column status is ['PENDING']"),
-        ({"status": None}, "column status is None"),
+        ({"status": "RESTING"}, "tasks row 'A' column status: got 'RESTING'"),
+        ({"status": None}, "tasks row 'A' column status is None"),
         ({"id": "B"}, "tasks row 'A' has id 'B'"),
+        ({"deps": 3}, "tasks row 'A': "),
+        ({"created": "yesterday"}, "tasks row 'A' column created"),
     ],
 )
-def test_a_journal_row_with_a_bad_value_is_refused_naming_the_row_and_column(change, problem):
-    row = task_row("A")
-    row.update(change)
-    line = RowChanges(tasks={"A": row}).to_json()
-    with pytest.raises(CorruptStateError, match=problem.replace("[", r"\[").replace("]", r"\]")):
+def test_a_journaled_task_that_would_not_load_is_refused_naming_the_row_and_column(change, problem):
+    task = TaskRecord(id="A", status="PENDING", created=START, updated=START, retry_policy=POLICY)
+    values = dict(zip([name for name, _ in codec.TASK_FIELDS], codec.task_values(task), strict=True))
+    values.update(change)
+    line = RowChanges(tasks={"A": (*values.values(), 0)}).to_json()
+    with pytest.raises(CorruptStateError, match=re.escape(problem)):
         RowChanges.from_json(line)
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
@@ -197,14 +198,51 @@ _TASK_PLAN = _plan(TASK_FIELDS)
 _WORKER_PLAN = _plan(WORKER_FIELDS)
 
 
+# A record's persisted field values, in field order (a tuple). The journal keeps these, encoded as one
+# JSON line, and the columns are encoded from them when the journal is folded into the tables.
+task_values: Callable[[TaskRecord], tuple[Any, ...]] = operator.attrgetter(*(name for name, _ in TASK_FIELDS))
+worker_values: Callable[[WorkerRecord], tuple[Any, ...]] = operator.attrgetter(
+    *(name for name, _ in WORKER_FIELDS)
+)
+
+
 def task_row(task: TaskRecord) -> dict[str, Any]:
     """The ``tasks`` row holding a task's persisted fields."""
-    return {name: encode(getattr(task, name)) for name, encode in _TASK_PLAN}
+    return task_row_of(task_values(task))
 
 
 def worker_row(worker: WorkerRecord) -> dict[str, Any]:
     """The ``workers`` row holding a worker's persisted fields."""
-    return {name: encode(getattr(worker, name)) for name, encode in _WORKER_PLAN}
+    return worker_row_of(worker_values(worker))
+
+
+def task_row_of(values: Sequence[Any]) -> dict[str, Any]:
+    """The ``tasks`` row of a task's field values (``task_values``, or those read back from JSON, in
+    which sets and tuples are lists: they encode the same); values past the fields are ignored."""
+    return {name: encode(value) for (name, encode), value in zip(_TASK_PLAN, values, strict=False)}
+
+
+def worker_row_of(values: Sequence[Any]) -> dict[str, Any]:
+    """The ``workers`` row of a worker's field values (as for ``task_row_of``)."""
+    return {name: encode(value) for (name, encode), value in zip(_WORKER_PLAN, values, strict=False)}
+
+
+_LINE_ENCODER = (
+    c_make_encoder(None, _plain, encode_basestring_ascii, None, ":", ",", False, False, True)
+    if c_make_encoder is not None
+    else None
+)
+
+
+def journal_dumps(value: Any) -> str:
+    """One line of JSON for the journal: sets as sorted lists, non-finite floats as JSON's NaN/Infinity
+    extension (Python's json reads them back), no whitespace; ValueError for a value that contains itself."""
+    if _LINE_ENCODER is None:
+        return json.dumps(value, default=_plain, separators=(",", ":"))
+    try:
+        return "".join(_LINE_ENCODER(value, 0))
+    except RecursionError:
+        return json.dumps(value, default=_plain, separators=(",", ":"))
 
 
 # -- decoding -----------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import ClauseElement, Connection, Delete, Dialect, Insert, Table, bindparam, select
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -25,6 +25,7 @@ from luigi.scheduler.store import codec, schema
 from luigi.scheduler.store.base import CorruptStateError
 
 Row = dict[str, Any]
+T = TypeVar("T")
 
 
 @dataclass
@@ -67,27 +68,42 @@ class Positions:
 
 
 JOURNAL_FORMAT = 1
-_KEYED_TABLES: tuple[tuple[str, Table, str], ...] = (
-    ("tasks", schema.tasks, "id"),
-    ("workers", schema.workers, "id"),
-    ("resources", schema.resources, "name"),
-)
 _SCALARS = (str, int, float, bool, type(None))
-# Non-finite floats are written as JSON's NaN/Infinity extension, which Python's json reads back.
-_LINE_ENCODER = json.JSONEncoder(allow_nan=True, separators=(",", ":"), check_circular=False)
+# A task's or worker's field values (``codec.task_values``) followed by its ``seq``: what the journal
+# holds for a changed record. Encoding the columns from them waits for the fold, off the request path.
+Values = Sequence[Any]
+
+
+@dataclass(frozen=True)
+class _RecordTable:
+    """How a task's or worker's values become its row, and how the row is checked when read back."""
+
+    name: str
+    table: Table
+    row_of: Callable[[Values], Row]
+    decode: Callable[[Row], Any]
+
+    def row(self, values: Values) -> Row:
+        row = self.row_of(values)
+        row["seq"] = values[-1]
+        return row
+
+
+_TASKS = _RecordTable("tasks", schema.tasks, codec.task_row_of, codec.task_from_row)
+_WORKERS = _RecordTable("workers", schema.workers, codec.worker_row_of, codec.worker_from_row)
 
 
 @dataclass
 class RowChanges:
-    """The rows one or more flushes write: what a journal line holds and what a fold writes.
+    """What one or more flushes change: what a journal line holds and what a fold writes.
 
-    ``tasks``, ``workers`` and ``resources`` map a key to its new row, or to None to delete the row;
-    ``batchers`` maps a worker id to all of that worker's rows (they replace the stored ones; an empty
-    list deletes them); ``paused`` is the new pause flag, or None when it did not change.
+    ``tasks`` and ``workers`` map a key to the record's ``Values``, ``resources`` to its new row; None
+    deletes the row. ``batchers`` maps a worker id to all of that worker's rows (they replace the stored
+    ones; an empty list deletes them); ``paused`` is the new pause flag, or None when it did not change.
     """
 
-    tasks: dict[str, Row | None] = field(default_factory=dict)
-    workers: dict[str, Row | None] = field(default_factory=dict)
+    tasks: dict[str, Values | None] = field(default_factory=dict)
+    workers: dict[str, Values | None] = field(default_factory=dict)
     resources: dict[str, Row | None] = field(default_factory=dict)
     batchers: dict[str, list[Row]] = field(default_factory=dict)
     paused: bool | None = None
@@ -115,7 +131,15 @@ class RowChanges:
                 document[name] = value
         if self.paused is not None:
             document["paused"] = self.paused
-        return _LINE_ENCODER.encode(document)
+        return codec.journal_dumps(document)
+
+    def task_rows(self) -> dict[str, Row | None]:
+        """The ``tasks`` rows to write (None: delete)."""
+        return {key: None if values is None else _TASKS.row(values) for key, values in self.tasks.items()}
+
+    def worker_rows(self) -> dict[str, Row | None]:
+        """The ``workers`` rows to write (None: delete)."""
+        return {key: None if values is None else _WORKERS.row(values) for key, values in self.workers.items()}
 
     @classmethod
     def from_json(cls, text: str) -> RowChanges:
@@ -132,14 +156,37 @@ class RowChanges:
         if unknown:
             raise CorruptStateError(f"unknown entries {sorted(unknown)}")
         changes = cls()
-        for name, table, key in _KEYED_TABLES:
-            setattr(changes, name, _keyed_rows(name, table, key, document.get(name, {})))
+        changes.tasks = _record_values(_TASKS, document.get("tasks", {}))
+        changes.workers = _record_values(_WORKERS, document.get("workers", {}))
+        changes.resources = _keyed_rows("resources", schema.resources, "name", document.get("resources", {}))
         changes.batchers = _batcher_lists(document.get("batchers", {}))
         paused = document.get("paused")
         if paused is not None and not isinstance(paused, bool):
             raise CorruptStateError(f"paused is {_shown(paused)}, expected true, false or null")
         changes.paused = paused
         return changes
+
+
+def _record_values(kind: _RecordTable, value: Any) -> dict[str, Values | None]:
+    """Journaled task or worker values, each checked to make a row that loads (CorruptStateError if not)."""
+    if not isinstance(value, dict):
+        raise CorruptStateError(f"{kind.name} is {_shown(value)}, expected an object of value lists")
+    width = len(kind.table.c)  # the fields and seq
+    for key, values in value.items():
+        if values is None:
+            continue
+        where = f"{kind.name} row {key!r}"
+        if not isinstance(values, list) or len(values) != width:
+            raise CorruptStateError(f"{where} is {_shown(values)}, expected a list of {width} values")
+        try:
+            row = kind.row(values)
+        except (TypeError, ValueError) as exc:
+            raise CorruptStateError(f"{where}: {exc}") from None
+        _check_row(kind.table, key, row, {"id": key})
+        if type(row["seq"]) is not int:
+            raise CorruptStateError(f"{where} has seq {_shown(row['seq'])}, expected an integer")
+        kind.decode(row)  # CorruptStateError naming the column that would not load
+    return value
 
 
 def _keyed_rows(name: str, table: Table, key: str, value: Any) -> dict[str, Row | None]:
@@ -307,8 +354,8 @@ class RowStore:
         for row in self._resource_rows(state, changes.resources):
             resources[row["name"]] = row
         return RowChanges(
-            tasks=_changed_rows(state.tasks, self._task_order, changes.tasks, codec.task_row),
-            workers=_changed_rows(state.workers, self._worker_order, changes.workers, codec.worker_row),
+            tasks=_changed(state.tasks, self._task_order, changes.tasks, _TASK_VALUES),
+            workers=_changed(state.workers, self._worker_order, changes.workers, _WORKER_VALUES),
             resources=resources,
             batchers={worker_id: list(_batcher_rows(state, (worker_id,))) for worker_id in changes.batchers},
             paused=state.paused if changes.paused else None,
@@ -316,8 +363,8 @@ class RowStore:
 
     def write_rows(self, run: Runner, rows: RowChanges) -> None:
         """Write ``rows`` with ``run``, which executes driver SQL inside the caller's transaction."""
-        self._tasks.apply(run, rows.tasks)
-        self._workers.apply(run, rows.workers)
+        self._tasks.apply(run, rows.task_rows())
+        self._workers.apply(run, rows.worker_rows())
         self._resources.apply(run, rows.resources)
         if rows.batchers:
             self._batchers.remove(run, rows.batchers)
@@ -388,21 +435,34 @@ def _ordered_rows(
     records: Mapping[str, Any], order: Positions, keys: Iterable[str], encode: Callable[[Any], Row]
 ) -> list[Row]:
     """Rows for the records still present (with their stable ``seq``); vanished keys leave the order."""
-    return [row for row in _changed_rows(records, order, keys, encode).values() if row is not None]
+
+    def row(record: Any, seq: int) -> Row:
+        encoded = encode(record)
+        encoded["seq"] = seq
+        return encoded
+
+    return [encoded for encoded in _changed(records, order, keys, row).values() if encoded is not None]
 
 
-def _changed_rows(
-    records: Mapping[str, Any], order: Positions, keys: Iterable[str], encode: Callable[[Any], Row]
-) -> dict[str, Row | None]:
-    """Each key's row (with its stable ``seq``), or None for a vanished record (which leaves the order)."""
-    changed: dict[str, Row | None] = {}
+def _values_of(values: Callable[[Any], tuple[Any, ...]]) -> Callable[[Any, int], Values]:
+    return lambda record, seq: (*values(record), seq)
+
+
+_TASK_VALUES = _values_of(codec.task_values)
+_WORKER_VALUES = _values_of(codec.worker_values)
+
+
+def _changed(
+    records: Mapping[str, Any], order: Positions, keys: Iterable[str], make: Callable[[Any, int], T]
+) -> dict[str, T | None]:
+    """``make(record, seq)`` for each key (``seq``: its stable place), or None for a vanished record
+    (which leaves the order)."""
+    changed: dict[str, T | None] = {}
     for key in keys:
         record = records.get(key)
         if record is None:
             order.forget(key)
             changed[key] = None
         else:
-            row = encode(record)
-            row["seq"] = order.of(key)
-            changed[key] = row
+            changed[key] = make(record, order.of(key))
     return changed
