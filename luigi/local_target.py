@@ -33,6 +33,7 @@ class atomic_file(AtomicLocalFile):
 
     def move_to_final_destination(self) -> None:
         os.replace(self.tmp_path, self.path)
+        self._tmp_path_moved = True  # so the finalizer need not look for a leftover temporary file
 
 
 class LocalFileSystem(FileSystem):
@@ -148,7 +149,8 @@ class LocalTarget(FileSystemTarget):
     def makedirs(self) -> None:
         """Create the directory this file goes in, if missing."""
         parent = os.path.dirname(os.path.normpath(self.path))
-        if parent:
+        # One stat when the directory is there (the usual case); makedirs would also try mkdir and raise.
+        if parent and not os.path.isdir(parent):
             os.makedirs(parent, exist_ok=True)
 
     def open(self, mode: str = "r") -> Any:

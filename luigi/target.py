@@ -22,7 +22,10 @@ __all__ = [
     "Target",
 ]
 
-_GLOB_CHARACTERS = frozenset("*?[{")
+
+def _has_glob_characters(path: str) -> bool:
+    # Four substring searches beat building a set from the path: exists() runs this for every check.
+    return "*" in path or "?" in path or "[" in path or "{" in path
 
 
 class Target(metaclass=abc.ABCMeta):
@@ -102,6 +105,8 @@ class FileSystem(metaclass=abc.ABCMeta):
 
 def _coerce_path(path: Any) -> str:
     """Turn a str, bytes or os.PathLike into the str path targets store."""
+    if type(path) is str:  # the common case, and cheaper than the PathLike check below
+        return path
     if path is None:
         raise TypeError("A file system target needs a path, got None")
     if isinstance(path, (os.PathLike, bytes)):
@@ -126,7 +131,7 @@ class FileSystemTarget(Target):
 
     def exists(self) -> bool:
         """Return True if the path exists; warns when the path has glob characters, which are not expanded."""
-        if _GLOB_CHARACTERS.intersection(self.path):
+        if _has_glob_characters(self.path):
             warnings.warn(
                 f"The path {self.path!r} contains glob characters (one of * ? [ {{); exists() checks that "
                 "literal path. If a wildcard was meant, the dataset may be incomplete; override exists() to "
@@ -178,6 +183,7 @@ class AtomicLocalFile(io.BufferedWriter):
         self.__tmp_path = self.generate_tmp_path(path)
         super().__init__(io.FileIO(self.__tmp_path, "w"))
         self.__discarded = False
+        self._tmp_path_moved = False  # set by a move_to_final_destination that leaves nothing at tmp_path
 
     def generate_tmp_path(self, path: str) -> str:
         """Return the temporary path to write to before `move_to_final_destination`."""
@@ -223,6 +229,6 @@ class AtomicLocalFile(io.BufferedWriter):
             return
         if not closed:
             self.abort()
-        elif os.path.exists(self.__tmp_path):  # close() flushed but committing failed
+        elif not self._tmp_path_moved and os.path.exists(self.__tmp_path):  # flushed, not moved away
             with contextlib.suppress(OSError):
                 os.remove(self.__tmp_path)

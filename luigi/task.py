@@ -36,6 +36,7 @@ from luigi.task_register import (
     TaskClassException,
     TaskClassNotFoundException,
     load_task,
+    take_resolved_param_values,
 )
 
 __all__ = [
@@ -94,9 +95,13 @@ def auto_namespace(scope: str = "") -> None:
     Register._default_namespace_dict[scope] = SAME_AS_PYTHON_MODULE
 
 
+# json.dumps(params, separators=(",", ":"), sort_keys=True), without building an encoder per task.
+_TASK_ID_PARAMS_ENCODER = json.JSONEncoder(separators=(",", ":"), sort_keys=True)
+
+
 def task_id_str(task_family: str, params: dict[str, str]) -> str:
     """Luigi's id for ``task_family`` with these serialized parameters: ``Family_<summary>_<hash>``."""
-    param_str = json.dumps(params, separators=(",", ":"), sort_keys=True)
+    param_str = _TASK_ID_PARAMS_ENCODER.encode(params)
     param_hash = hashlib.md5(param_str.encode("utf-8"), usedforsecurity=False).hexdigest()
     first_values = (
         params[name][:TASK_ID_TRUNCATE_PARAMS] for name in sorted(params)[:TASK_ID_INCLUDE_PARAMS]
@@ -130,8 +135,9 @@ class Task(metaclass=Register):
     _namespace_at_class_time: Any  # set by Register for every class
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        params = self.get_params()
-        param_values = self.get_param_values(params, args, kwargs)
+        param_values = take_resolved_param_values(type(self), args, kwargs)
+        if param_values is None:
+            param_values = self.get_param_values(self.get_params(), args, kwargs)
         for name, value in param_values:
             setattr(self, name, value)
         self.param_kwargs: dict[str, Any] = dict(param_values)
@@ -260,10 +266,11 @@ class Task(metaclass=Register):
         family = cls.get_task_family()
         described = _CallDescription(family, args, kwargs)
         params_by_name = dict(params)
-        result = cls._values_from_arguments(params, args, kwargs, described)
-        for name, param in params:
-            if name not in result:
-                result[name] = cls._value_from_outside(param, family, name, described)
+        result = cls._values_from_arguments(params, params_by_name, args, kwargs, described)
+        if len(result) < len(params_by_name):  # else every parameter was given (the usual case)
+            for name, param in params:
+                if name not in result:
+                    result[name] = cls._value_from_outside(param, family, name, described)
         cls._warn_unconsumed_config(family, params_by_name)
         return [(name, _list_to_tuple(result[name])) for name, _ in params]
 
@@ -271,25 +278,30 @@ class Task(metaclass=Register):
     def _values_from_arguments(
         cls,
         params: list[tuple[str, Parameter]],
+        params_by_name: dict[str, Parameter],
         args: Sequence[Any],
         kwargs: dict[str, Any],
         described: _CallDescription,
     ) -> dict[str, Any]:
-        positional = [(name, param) for name, param in params if param.positional]
-        if len(args) > len(positional):
-            raise UnknownParameterException(
-                f"{described}: takes at most {len(positional)} positional parameters ({len(args)} given)"
-            )
-        result = {name: param.normalize(arg) for (name, param), arg in zip(positional, args, strict=False)}
-        params_by_name = dict(params)
+        result: dict[str, Any] = {}
+        if args:
+            positional = [(name, param) for name, param in params if param.positional]
+            if len(args) > len(positional):
+                raise UnknownParameterException(
+                    f"{described}: takes at most {len(positional)} positional parameters ({len(args)} given)"
+                )
+            result = {
+                name: param.normalize(arg) for (name, param), arg in zip(positional, args, strict=False)
+            }
         for name, value in kwargs.items():
             if name in result:
                 raise DuplicateParameterException(
                     f"{described}: parameter {name} was already set as a positional parameter"
                 )
-            if name not in params_by_name:
+            param = params_by_name.get(name)
+            if param is None:
                 raise UnknownParameterException(f"{described}: unknown parameter {name}")
-            result[name] = params_by_name[name].normalize(value)
+            result[name] = param.normalize(value)
         return result
 
     @staticmethod

@@ -10,7 +10,8 @@ from __future__ import annotations
 import abc
 import importlib
 import logging
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 logger = logging.getLogger("luigi-interface")
@@ -27,6 +28,43 @@ SAME_AS_PYTHON_MODULE: Any = _SameAsPythonModule()
 
 _MAX_SUGGESTION_DISTANCE = 5
 _MAX_SUGGESTIONS = 5
+
+
+class _ResolvedCall(threading.local):
+    """The parameter values ``Register.__call__`` resolved for the instance it is building in this thread.
+
+    ``Task.__init__`` takes them instead of resolving the same arguments a second time.
+    """
+
+    entry: tuple[Any, Any, tuple[Any, ...], dict[str, Any], list[tuple[str, Any]]] | None = None
+
+
+_resolved_call = _ResolvedCall()
+
+
+def take_resolved_param_values(
+    cls: type, args: Sequence[Any], kwargs: dict[str, Any]
+) -> list[tuple[str, Any]] | None:
+    """The values ``Register.__call__`` resolved for ``cls(*args, **kwargs)``, or None (resolve them anew).
+
+    They count only for the very same argument objects and an unchanged parameter list, and only once.
+    """
+    entry = _resolved_call.entry
+    if entry is None:
+        return None
+    _resolved_call.entry = None
+    resolved_cls, params, resolved_args, resolved_kwargs, values = entry
+    if resolved_cls is not cls or Register._params_cache.get(cls) is not params:
+        return None
+    if len(args) != len(resolved_args) or kwargs.keys() != resolved_kwargs.keys():
+        return None
+    for given, resolved in zip(args, resolved_args, strict=True):
+        if given is not resolved:
+            return None
+    for name, resolved in resolved_kwargs.items():
+        if kwargs[name] is not resolved:
+            return None
+    return values
 
 
 class TaskClassException(Exception):
@@ -83,7 +121,12 @@ class Register(abc.ABCMeta):
             logger.debug("Not caching an instance of %s: its parameter values are not hashable", cls)
             return super().__call__(*args, **kwargs)
         if instance is None:
-            instance = super().__call__(*args, **kwargs)
+            outer = _resolved_call.entry  # a task built inside another task's __init__ restores it after
+            _resolved_call.entry = (cls, Register._params_cache.get(cls), args, kwargs, param_values)
+            try:
+                instance = super().__call__(*args, **kwargs)
+            finally:
+                _resolved_call.entry = outer
             cache[key] = instance
         return instance
 

@@ -374,3 +374,22 @@ def test_move_between_real_file_systems(fs, tmp_path):
 def test_move_reraises_other_errors(fs, tmp_path):
     with pytest.raises(FileNotFoundError):
         fs.move(str(tmp_path / "missing"), str(tmp_path / "dst"))
+
+
+def test_writing_into_an_existing_directory_creates_nothing_else(tmp_path):
+    (tmp_path / "d").mkdir()
+    target = LocalTarget(tmp_path / "d" / "out.txt")
+
+    with target.open("w") as out:
+        out.write("x")
+
+    assert sorted(os.listdir(tmp_path)) == ["d"]
+    assert os.listdir(tmp_path / "d") == ["out.txt"]
+
+
+def test_writing_below_a_file_fails_as_before(tmp_path):
+    (tmp_path / "f").write_text("not a directory")
+    target = LocalTarget(tmp_path / "f" / "out.txt")
+
+    with pytest.raises(FileExistsError):
+        target.open("w")

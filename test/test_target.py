@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import pathlib
 import re
+import shutil
 import warnings
 
 import pytest
@@ -12,6 +14,7 @@ import pytest
 from luigi.local_target import LocalTarget
 from luigi.mock import MockFileSystem, MockTarget
 from luigi.target import (
+    AtomicLocalFile,
     FileAlreadyExists,
     FileSystem,
     FileSystemException,
@@ -205,3 +208,22 @@ def test_temporary_path_works_on_any_filesystem():
         with target.temporary_path() as tmp:
             MockFileSystem().get_all_data()[tmp] = b"payload"
     assert dict(MockFileSystem().get_all_data()) == {"bucket/result": b"payload"}
+
+
+def test_an_atomic_file_that_copies_instead_of_moving_has_its_temp_file_removed_when_dropped(tmp_path):
+    """A subclass whose commit leaves the temporary file behind (an upload, say) relies on the finalizer."""
+
+    class CopyingFile(AtomicLocalFile):
+        def generate_tmp_path(self, path: str) -> str:
+            return path + ".tmp"
+
+        def move_to_final_destination(self) -> None:
+            shutil.copyfile(self.tmp_path, self.path)
+
+    with CopyingFile(str(tmp_path / "out")) as out:
+        out.write(b"data")
+    del out
+    gc.collect()
+
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+    assert (tmp_path / "out").read_bytes() == b"data"

@@ -5,9 +5,10 @@ from __future__ import annotations
 import queue
 
 from luigi.local_target import LocalTarget
+from luigi.scheduler import Scheduler
 from luigi.task import ExternalTask, Task
 from luigi.task_status import DONE, FAILED, PENDING
-from luigi.worker import TaskProcess
+from luigi.worker import TaskProcess, Worker
 from luigi.worker.task_process import EXTERNAL_DATA_MISSING, TaskRunOptions
 
 
@@ -176,3 +177,51 @@ def test_completion_cache_is_filled_by_a_successful_run():
     cache: dict[str, bool] = {}
     run_task(Cached(), completion_cache=cache)
     assert cache == {Cached().task_id: True}
+
+
+def test_progress_callables_are_taken_back_when_run_raises():
+    class Broken(Task):
+        def complete(self):
+            return False
+
+        def run(self):
+            self.set_status_message("about to fail")
+            raise ValueError("boom")
+
+    task = Broken()
+    outcome, reporter = run_task(task)
+    assert outcome.status == FAILED
+    assert "boom" in outcome.expl
+    assert reporter.reports == [("status_message", "about to fail")]
+    assert task.set_status_message is None and task.set_tracking_url is None
+    assert not hasattr(task, "decrease_running_resources")
+    assert not hasattr(task, "scheduler_messages")
+
+
+def test_an_explanation_that_json_cannot_encode_is_sent_as_its_string():
+    class Odd:
+        def __str__(self):
+            return "odd explanation"
+
+    class Quirky(Task):
+        def complete(self):
+            return False
+
+        def on_success(self):
+            return {"detail": Odd()}
+
+    class RecordingScheduler(Scheduler):
+        def __init__(self):
+            super().__init__()
+            self.expls = []
+
+        def add_task(self, *args, **kwargs):
+            if "expl" in kwargs:
+                self.expls.append(kwargs["expl"])
+            return super().add_task(*args, **kwargs)
+
+    scheduler = RecordingScheduler()
+    with Worker(scheduler=scheduler, no_install_shutdown_handler=True) as worker:
+        worker.add(Quirky())
+        assert worker.run()
+    assert scheduler.expls == ['{"detail": "odd explanation"}']

@@ -63,6 +63,9 @@ __all__ = [
 
 logger = logging.getLogger("luigi-interface")
 
+# json.dumps(expl, default=str) without building an encoder for every outcome.
+_EXPL_ENCODER = json.JSONEncoder(default=str)
+
 # What building a task from its family and serialized parameters may raise (unknown family, bad value).
 _TASK_LOAD_ERRORS = (TaskClassException, ParameterException, ImportError, ValueError, TypeError)
 
@@ -572,7 +575,7 @@ class Worker:
             task.task_id,
             outcome.status,
             True,
-            expl=json.dumps(outcome.expl, default=str),
+            expl=_EXPL_ENCODER.encode(outcome.expl),
             resources=task.process_resources(),
             params=task.to_str_params(),
             family=task.task_family,

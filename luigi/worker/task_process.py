@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from luigi.event import Event
-from luigi.task import DynamicRequirements, flatten
+from luigi.task import REPORTER_ATTRIBUTES, DynamicRequirements, flatten
 from luigi.task_status import DONE, FAILED, PENDING
 from luigi.worker.completion import check_complete
 
@@ -181,7 +181,10 @@ class TaskProcess:
         """Run the task (inside the configured context manager) and describe how it went."""
         outcome = TaskOutcome(self.task.task_id)
         try:
-            with self._process_context():
+            if self.options.task_process_context:
+                with self._process_context():
+                    self._run_into(outcome)
+            else:
                 self._run_into(outcome)
         except KeyboardInterrupt:
             raise
@@ -193,10 +196,7 @@ class TaskProcess:
 
     @contextlib.contextmanager
     def _process_context(self) -> Iterator[None]:
-        path = self.options.task_process_context
-        if not path:
-            yield
-            return
+        path = str(self.options.task_process_context)
         module_name, _, class_name = path.rpartition(".")
         context_cls = getattr(importlib.import_module(module_name), class_name)
         with context_cls(self):
@@ -211,8 +211,11 @@ class TaskProcess:
         if is_external(task):
             self._check_external(outcome)
         else:
-            with self._reporting_callables():
+            saved = self._inject_reporting_callables()
+            try:
                 outcome.new_deps = self._run_collecting_new_deps()
+            finally:
+                self._restore_reporting_callables(saved)
             outcome.status = PENDING if outcome.new_deps else self._status_after_run()
         if outcome.new_deps:
             logger.info("[pid %s] Worker %s new requirements      %s", os.getpid(), self.worker_id, task)
@@ -280,9 +283,11 @@ class TaskProcess:
                 ]
             to_send = requirements.paths
 
-    @contextlib.contextmanager
-    def _reporting_callables(self) -> Iterator[None]:
-        """Bind the task's progress callables to the status reporter for the duration of ``run()``."""
+    def _inject_reporting_callables(self) -> dict[str, Any]:
+        """Bind the task's progress callables to the status reporter; returns what they replaced.
+
+        A pair of calls rather than a context manager: this runs for every task, and is cheaper so.
+        """
         reporter = self.status_reporter
         injected = {
             "set_tracking_url": reporter.update_tracking_url,
@@ -294,14 +299,16 @@ class TaskProcess:
         attributes = self.task.__dict__
         saved = {name: attributes[name] for name in injected if name in attributes}
         attributes.update(injected)
-        try:
-            yield
-        finally:
-            for name in injected:
-                if name in saved:
-                    attributes[name] = saved[name]
-                else:
-                    attributes.pop(name, None)
+        return saved
+
+    def _restore_reporting_callables(self, saved: dict[str, Any]) -> None:
+        """Undo ``_inject_reporting_callables`` once ``run()`` has returned or raised."""
+        attributes = self.task.__dict__
+        for name in REPORTER_ATTRIBUTES:  # the names _inject_reporting_callables sets, in the same order
+            if name in saved:
+                attributes[name] = saved[name]
+            else:
+                attributes.pop(name, None)
 
     def _explain_failure(self, exc: BaseException) -> Any:
         """Log the failure, fire FAILURE, and return the task's ``on_failure`` explanation."""
