@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import sqlite3
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +22,7 @@ from luigi.scheduler import Scheduler, SchedulerConfig
 from luigi.scheduler.store import SqlStore
 from luigi.scheduler.store.journal import FOLD_DUE_KEYS
 from luigi.server import ServerSettings
+from luigi.server.channel import RpcChannel
 
 CAP = 64 * 1024
 TOKEN = "correct-horse"
@@ -29,8 +31,12 @@ TOKEN = "correct-horse"
 class Channel:
     """A raw socket to a server, speaking HTTP/1.1 byte for byte."""
 
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    def __init__(self, port: int, receive_buffer: int | None = None) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if receive_buffer is not None:  # a small window, so that unread answers back up into the server
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        self.sock.settimeout(10)
+        self.sock.connect(("127.0.0.1", port))
         self.reader = self.sock.makefile("rb")
 
     def upgrade(self, token: str | None = None) -> tuple[int, dict[str, str], bytes]:
@@ -273,3 +279,26 @@ def test_after_answers_enough_journaled_changes_are_folded_without_waiting_for_t
         opened.close()
     rows = sqlite3.connect(tmp_path / "state.sqlite").execute("SELECT count(*) FROM tasks").fetchone()
     assert rows == (FOLD_DUE_KEYS - 1,)
+
+
+def test_a_client_that_sends_faster_than_it_reads_gets_every_answer_in_order(monkeypatch):
+    pauses = []
+    pause = RpcChannel.pause_writing
+    monkeypatch.setattr(RpcChannel, "pause_writing", lambda self: (pauses.append(1), pause(self)))
+    scheduler = make_scheduler()[0]
+    for n in range(300):  # so that each task_list answer is large and they outgrow the socket buffers
+        scheduler.add_task(worker="w", task_id=f"T{n}", family="T", params={"n": str(n)})
+    with serving_in_thread(scheduler) as server:
+        slow = Channel(server.bound_port(), receive_buffer=4096)
+        assert slow.upgrade()[0] == 101
+        count = 200
+        request = b"POST /api/task_list HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"
+        sender = threading.Thread(target=slow.sock.sendall, args=(request * count,), daemon=True)
+        sender.start()
+        wait_until(lambda: pauses, what="the channel to stop reading while its answers wait")
+        answers = [slow.answer() for _ in range(count)]
+        sender.join(timeout=30)
+        assert [status for status, _, _ in answers] == [200] * count
+        assert len(json.loads(answers[-1][2])["response"]) == 300
+        assert slow.call("is_paused", {})[0] == 200
+        slow.close()
