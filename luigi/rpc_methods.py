@@ -65,7 +65,7 @@ class RpcMethod:
     var_keyword_kind: str = "any"
     lenient: bool = False  # unknown arguments (from older or newer clients) are dropped, not refused
 
-    @property
+    @cached_property
     def parameter_names(self) -> tuple[str, ...]:
         """The named parameters, in declaration order."""
         return tuple(p.name for p in self.parameters)
@@ -73,6 +73,10 @@ class RpcMethod:
     @cached_property
     def _known(self) -> dict[str, RpcParameter]:
         return {p.name: p for p in self.parameters}
+
+    def takes(self, name: str) -> bool:
+        """Whether ``name`` is one of the named parameters."""
+        return name in self._known
 
     @cached_property
     def _defaults(self) -> dict[str, Any]:

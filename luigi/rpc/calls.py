@@ -125,7 +125,7 @@ def _name_arguments(method: RpcMethod, args: Sequence[Any], kwargs: Mapping[str,
     for key, value in kwargs.items():
         if key in named:
             raise RpcArgumentError(f"{method.name}() got multiple values for argument {key!r}")
-        if key not in names and method.var_keyword is None:
+        if method.var_keyword is None and not method.takes(key):
             expected = ", ".join(names) or "no arguments"
             raise RpcArgumentError(
                 f"{method.name}() got an unexpected argument {key!r} (it takes: {expected})"
