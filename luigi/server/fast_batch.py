@@ -37,8 +37,6 @@ class ApiRouter(tornado.routing.Router):
     def __init__(self, application: tornado.web.Application, channels: Channels):
         self.application = application
         self._channels = channels
-        self._scheduler = channels.scheduler
-        self._settings = channels.settings
 
     def find_handler(
         self, request: httputil.HTTPServerRequest, **kwargs: Any
@@ -48,7 +46,7 @@ class ApiRouter(tornado.routing.Router):
             and request.path == BATCH_PATH
             and is_json_content(request.headers.get("Content-Type", ""))
         ):
-            return FastBatch(request, self._scheduler, self._settings)
+            return FastBatch(request, self._channels.scheduler, self._channels.settings)
         if request.method == "GET" and request.path == BATCH_PATH and asks_for_channel(request.headers):
             return ChannelUpgrade(request, self._channels)
         return self.application.find_handler(request, **kwargs)

@@ -88,6 +88,10 @@ class _RecordTable:
         row["seq"] = values[-1]
         return row
 
+    def rows(self, changed: Mapping[str, Values | None]) -> dict[str, Row | None]:
+        """The rows to write for changed records' values (None stays None: delete the row)."""
+        return {key: None if values is None else self.row(values) for key, values in changed.items()}
+
 
 _TASKS = _RecordTable("tasks", schema.tasks, codec.task_row_of, codec.task_from_row)
 _WORKERS = _RecordTable("workers", schema.workers, codec.worker_row_of, codec.worker_from_row)
@@ -135,11 +139,11 @@ class RowChanges:
 
     def task_rows(self) -> dict[str, Row | None]:
         """The ``tasks`` rows to write (None: delete)."""
-        return {key: None if values is None else _TASKS.row(values) for key, values in self.tasks.items()}
+        return _TASKS.rows(self.tasks)
 
     def worker_rows(self) -> dict[str, Row | None]:
         """The ``workers`` rows to write (None: delete)."""
-        return {key: None if values is None else _WORKERS.row(values) for key, values in self.workers.items()}
+        return _WORKERS.rows(self.workers)
 
     @classmethod
     def from_json(cls, text: str) -> RowChanges:
