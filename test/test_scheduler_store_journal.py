@@ -24,7 +24,7 @@ from luigi.scheduler.records import TaskRecord, WorkerRecord
 from luigi.scheduler.store import CorruptStateError, SqlStore, StateStoreError, codec
 from luigi.scheduler.store import journal as journal_module
 from luigi.scheduler.store import sql as sql_module
-from luigi.scheduler.store.journal import FOLD_DUE_KEYS, LINES_CAP, PENDING_CAP, Journal
+from luigi.scheduler.store.journal import ANSWER_SLICE_KEYS, Journal
 from luigi.scheduler.store.rows import RowChanges
 
 START = 1_000_000.0
@@ -555,31 +555,37 @@ def test_a_fold_that_fails_once_succeeds_at_the_next_checkpoint(state_file, jour
     assert journal_file.read_bytes() == b""
 
 
-def test_a_flush_that_brings_the_pending_changes_to_the_cap_folds_them_itself(
-    state_file, journal_file, clock
+def test_a_flush_that_brings_the_pending_changes_to_the_cap_folds_the_oldest_slice_itself(
+    state_file, journal_file, clock, monkeypatch
 ):
+    monkeypatch.setattr(journal_module, "PENDING_CAP", 50)
+    monkeypatch.setattr(journal_module, "CAP_SLICE_KEYS", 10)
     sch = open_scheduler(state_file, clock)
-    for n in range(PENDING_CAP - 10):  # with the worker's row: PENDING_CAP - 9 keys
+    for n in range(48):  # with the worker's row: 49 keys
         sch.add_task(worker=WORKER, task_id=f"T{n}")
     sch.flush()
     assert stored_task_ids(state_file) == set()
 
-    for n in range(PENDING_CAP - 10, PENDING_CAP):
-        sch.add_task(worker=WORKER, task_id=f"T{n}")
+    sch.add_task(worker=WORKER, task_id="T48")
     sch.flush()
-    assert len(stored_task_ids(state_file)) == PENDING_CAP
-    assert journal_file.read_bytes() == b""
+    assert stored_task_ids(state_file) == {f"T{n}" for n in range(10)}
+    assert journal_file.read_bytes() != b""  # 40 keys still wait in it
+    assert set(statuses(open_scheduler(state_file, clock))) == {f"T{n}" for n in range(49)}
 
 
-def test_a_flush_that_brings_the_journal_to_its_line_cap_folds_it(state_file, journal_file, clock):
+def test_a_flush_that_brings_the_journal_to_its_size_cap_folds_everything(
+    state_file, journal_file, clock, monkeypatch
+):
+    monkeypatch.setattr(journal_module, "JOURNAL_BYTES_CAP", 100_000)
     sch = open_scheduler(state_file, clock)
     sch.add_task(worker=WORKER, task_id="A")
-    for n in range(LINES_CAP - 1):  # one key changed again and again: few keys, many lines
-        sch.set_task_status_message(task_id="A", status_message=f"at {n}")
+    sch.flush()
+    while journal_file.stat().st_size + 2_000 < 100_000:  # one key changed again and again: a long file
+        sch.set_task_status_message(task_id="A", status_message="x" * 1_000)
         sch.flush()
     assert stored_task_ids(state_file) == set()
 
-    sch.set_task_status_message(task_id="A", status_message="last")
+    sch.set_task_status_message(task_id="A", status_message="last" * 1_000)
     sch.flush()
     assert stored_task_ids(state_file) == {"A"}
     assert journal_file.read_bytes() == b""
@@ -598,7 +604,7 @@ def test_closing_folds_the_journal_and_a_store_without_a_file_has_no_journal(sta
 
 def test_a_fold_due_only_waits_for_enough_pending_changes(state_file, journal_file, clock):
     sch = open_scheduler(state_file, clock)
-    for n in range(FOLD_DUE_KEYS - 2):  # with the worker's row: one key short
+    for n in range(ANSWER_SLICE_KEYS - 2):  # with the worker's row: one key short
         sch.add_task(worker=WORKER, task_id=f"T{n}")
         sch.flush()
     sch.checkpoint(due_only=True)
@@ -606,4 +612,74 @@ def test_a_fold_due_only_waits_for_enough_pending_changes(state_file, journal_fi
     sch.add_task(worker=WORKER, task_id="Last")
     sch.flush()
     sch.checkpoint(due_only=True)
-    assert journal_file.read_bytes() == b"" and len(stored_task_ids(state_file)) == FOLD_DUE_KEYS - 1
+    assert journal_file.read_bytes() == b"" and len(stored_task_ids(state_file)) == ANSWER_SLICE_KEYS - 1
+
+
+def test_a_fold_due_only_takes_a_short_slice_of_the_oldest_changes_from_a_backlog(
+    state_file, journal_file, clock
+):
+    sch = open_scheduler(state_file, clock)
+    for n in range(3 * ANSWER_SLICE_KEYS):
+        sch.add_task(worker=WORKER, task_id=f"T{n}")
+    sch.flush()
+    sch.checkpoint(due_only=True)
+    assert stored_task_ids(state_file) == {f"T{n}" for n in range(ANSWER_SLICE_KEYS)}
+    assert journal_file.read_bytes() != b""
+
+
+def test_a_limited_fold_writes_the_oldest_keys_and_empties_the_journal_only_once_none_is_left(
+    state_file, journal_file, clock
+):
+    sch = open_scheduler(state_file, clock)
+    for n in range(5):
+        sch.add_task(worker=WORKER, task_id=f"T{n}")
+    sch.flush()
+
+    sch.checkpoint(limit=2)
+    assert stored_task_ids(state_file) == {"T0", "T1"}
+    sch.checkpoint(limit=2)
+    assert stored_task_ids(state_file) == {"T0", "T1", "T2", "T3"}
+    assert journal_file.read_bytes() != b""
+    sch.checkpoint(limit=2)  # T4 and the worker's row: the last of them
+    assert stored_task_ids(state_file) == {f"T{n}" for n in range(5)}
+    assert journal_file.read_bytes() == b""
+
+
+def test_keys_folded_in_slices_and_changed_again_are_replayed_to_their_last_values(
+    state_file, journal_file, clock
+):
+    before = open_scheduler(state_file, clock)
+    for n in range(4):
+        before.add_task(worker=WORKER, task_id=f"T{n}", family="T", params={"n": str(n)})
+    before.flush()
+    before.checkpoint(limit=2)  # T0 and T1 are in the file as PENDING
+    before.add_task(worker=WORKER, task_id="T0", status="DONE")
+    before.add_task(worker=WORKER, task_id="T2", status="DONE")
+    before.flush()
+    before.checkpoint(limit=1)  # the oldest pending key, T2 (DONE), is in the file
+    before.add_task(worker=WORKER, task_id="T2", status="FAILED", expl="again")
+    before.flush()
+
+    after = open_scheduler(state_file, clock)  # `before` is left open, as after kill -9
+    assert statuses(after) == {"T0": "DONE", "T1": "PENDING", "T2": "FAILED", "T3": "PENDING"}
+    assert statuses(after) == statuses(before)
+    assert journal_file.read_bytes() == b""
+
+
+def test_a_slice_that_cannot_be_written_stays_pending_in_its_place(state_file, journal_file, clock):
+    sch = open_scheduler(state_file, clock)
+    for n in range(4):
+        sch.add_task(worker=WORKER, task_id=f"T{n}")
+    sch.flush()
+    outside = sqlite3.connect(state_file, isolation_level=None)
+    outside.execute("ALTER TABLE tasks RENAME TO tasks_away")
+    with pytest.raises(StateStoreError, match="no such table: tasks"):
+        sch.checkpoint(limit=2)
+    outside.execute("ALTER TABLE tasks_away RENAME TO tasks")
+    outside.close()
+
+    sch.checkpoint(limit=2)
+    assert stored_task_ids(state_file) == {"T0", "T1"}
+    sch.checkpoint()
+    assert stored_task_ids(state_file) == {f"T{n}" for n in range(4)}
+    assert journal_file.read_bytes() == b""

@@ -20,7 +20,7 @@ from luigi import configuration
 from luigi.rpc import RemoteScheduler
 from luigi.scheduler import Scheduler, SchedulerConfig
 from luigi.scheduler.store import SqlStore
-from luigi.scheduler.store.journal import FOLD_DUE_KEYS
+from luigi.scheduler.store.journal import ANSWER_SLICE_KEYS
 from luigi.server import ServerSettings
 from luigi.server.channel import RpcChannel
 
@@ -273,12 +273,12 @@ def test_after_answers_enough_journaled_changes_are_folded_without_waiting_for_t
     with serving_in_thread(scheduler) as server:
         opened = Channel(server.bound_port())
         assert opened.upgrade()[0] == 101
-        for n in range(FOLD_DUE_KEYS - 1):  # with the worker's row: just enough keys
+        for n in range(ANSWER_SLICE_KEYS - 1):  # with the worker's row: just enough keys
             assert opened.call("add_task", {"worker": "w", "task_id": f"T{n}"})[0] == 200
         wait_until(lambda: store.journal_path.stat().st_size == 0, what="the journal to be folded")
         opened.close()
     rows = sqlite3.connect(tmp_path / "state.sqlite").execute("SELECT count(*) FROM tasks").fetchone()
-    assert rows == (FOLD_DUE_KEYS - 1,)
+    assert rows == (ANSWER_SLICE_KEYS - 1,)
 
 
 def test_a_client_that_sends_faster_than_it_reads_gets_every_answer_in_order(monkeypatch):

@@ -14,6 +14,8 @@ from scheduler_helpers import make_scheduler
 
 import luigi.server
 from luigi.server import CannotListenError, SchedulerServer, ServerSettings
+from luigi.server.channel import Channels
+from luigi.server.serve import BUSY_WITHIN, FOLD_BUSY_KEYS, FOLD_STEP_KEYS
 
 
 class LifecycleScheduler:
@@ -136,7 +138,7 @@ def test_the_store_journal_is_folded_on_a_timer_and_a_failure_is_logged_once_unt
     scheduler = LifecycleScheduler()
     failures = iter(["disk full", "disk full", "disk full", "locked", None, None])
 
-    def checkpoint() -> None:
+    def checkpoint(**_slice: object) -> None:
         scheduler.calls.append("checkpoint")
         failure = next(failures, None)
         if failure is not None:
@@ -152,6 +154,25 @@ def test_the_store_journal_is_folded_on_a_timer_and_a_failure_is_logged_once_unt
         "Folding the scheduler state journal failed (retrying): locked",
         "Folding the scheduler state journal works again",
     ]
+
+
+def test_the_timer_folds_a_long_step_when_idle_and_a_short_one_while_a_channel_is_busy():
+    scheduler = LifecycleScheduler()
+    limits: list[object] = []
+    scheduler.checkpoint = lambda **kwargs: limits.append(kwargs.get("limit"))  # type: ignore[attr-defined]
+    server = SchedulerServer(scheduler)
+    now = [100.0]
+    server.channels = Channels(scheduler, ServerSettings())
+    server.channels.clock = lambda: now[0]
+
+    server._checkpoint_on_timer()  # no channel has answered yet
+    server.channels.answered()
+    now[0] += BUSY_WITHIN / 2
+    server._checkpoint_on_timer()
+    now[0] += BUSY_WITHIN
+    server._checkpoint_on_timer()
+    assert limits == [FOLD_STEP_KEYS, FOLD_BUSY_KEYS, FOLD_STEP_KEYS]
+    assert FOLD_BUSY_KEYS < FOLD_STEP_KEYS
 
 
 def test_the_timer_removes_tasks_nobody_asks_about():

@@ -122,13 +122,14 @@ class Scheduler:
             self._store.record_changes(self._state, changes)
             changes.clear()
 
-    def checkpoint(self, due_only: bool = False) -> None:
-        """Fold journaled changes into the database, off the request path: the server calls it on a
-        timer, and with ``due_only`` right after answering (folding only once enough are waiting).
+    def checkpoint(self, due_only: bool = False, limit: int | None = None) -> None:
+        """Fold journaled changes into the database, off the request path: all of them, or the oldest
+        ``limit`` keys (the server's timer), or with ``due_only`` a short slice once enough are waiting
+        (the server, right after answering).
 
         Raises StateStoreError when the database cannot be written; the journal keeps the changes.
         """
-        self._store.fold(due_only)
+        self._store.fold(due_only, limit)
 
     def dump(self) -> None:
         """Luigi's name for saving the state at exit: the same as ``flush``."""

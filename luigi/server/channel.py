@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import socket
 import time
 from collections.abc import Callable
@@ -57,6 +58,7 @@ class Channels:
         self._open: set[RpcChannel] = set()
         self._starting: set[asyncio.Task[None]] = set()
         self.clock = time.monotonic  # replaceable in tests
+        self.last_answer = -math.inf  # when a channel last answered, by ``clock``
 
     def adopt(self, stream: iostream.IOStream, client: str | None) -> None:
         """Take the socket of a detached tornado stream and serve it as a channel (it answers 101 first).
@@ -83,6 +85,7 @@ class Channels:
         Its client is then busy with what it was told, so work done there (folding the state journal)
         is off that client's path.
         """
+        self.last_answer = self.clock()
         if self._after_answers is not None and not self._after_pending:
             self._after_pending = True
             asyncio.get_running_loop().call_soon(self._run_after_answers)
@@ -91,6 +94,10 @@ class Channels:
         self._after_pending = False
         assert self._after_answers is not None
         self._after_answers()
+
+    def answered_within(self, seconds: float) -> bool:
+        """Whether a channel answered in the last ``seconds``: its client is likely to ask again soon."""
+        return self.clock() - self.last_answer < seconds
 
     def opened(self, channel: RpcChannel) -> None:
         self._open.add(channel)

@@ -38,8 +38,9 @@ class StateStore(abc.ABC):
     def record_changes(self, state: SchedulerState, changes: ChangeSet) -> None:
         """Make durable, all or nothing, the current persisted fields of every record in ``changes``."""
 
-    def fold(self, due_only: bool = False) -> None:  # noqa: B027 - a store without a journal: nothing to do
-        """Write changes kept in a journal into the database (``due_only``: if enough are waiting)."""
+    def fold(self, due_only: bool = False, limit: int | None = None) -> None:  # noqa: B027 - no journal: nothing to do
+        """Write changes kept in a journal into the database: all, at most ``limit`` keys, or with
+        ``due_only`` a short slice if enough are waiting."""
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -21,13 +21,17 @@ from luigi.scheduler.store.rows import RowChanges
 logger = logging.getLogger("luigi.scheduler")
 
 _TAIL_BLOCK = 1 << 16  # how much of the end is read at a time when looking for the last whole line
-# Journaled keys not yet in the database, or journal lines, past which the flush that adds them folds
-# them itself (the server folds on a timer well before; the caps bound memory, the file and replay).
-PENDING_CAP = 2000
-LINES_CAP = 10_000
-# Pending keys worth a fold of their own right after an answer, while the worker that asked is busy
-# with what it was told (fewer wait for the server's timer).
-FOLD_DUE_KEYS = 24
+# Folds come in slices of the oldest pending keys, so that no request waits behind a long transaction.
+# After an answer, while the worker that asked is busy with what it was told, the server folds this many
+# once this many wait: one short transaction (~0.3 ms here), over before that worker asks again.
+ANSWER_SLICE_KEYS = 8
+# Past this many pending keys (rows not yet in the database) a flush folds the oldest CAP_SLICE_KEYS
+# itself; past JOURNAL_BYTES_CAP of journal it folds them all, since the file is emptied only once
+# nothing is pending. The caps bound memory, the file and the replay at start; the server's slices
+# normally keep well below them.
+PENDING_CAP = 20_000
+CAP_SLICE_KEYS = 1_000
+JOURNAL_BYTES_CAP = 128 * 1024 * 1024
 JOURNAL_SUFFIX = ".journal"  # SQLite's own rollback journal is ``<database>-journal``
 
 
@@ -47,31 +51,50 @@ class JournaledRows:
     def __init__(self, path: Path) -> None:
         self.journal = Journal(path)
         self.pending = RowChanges()
-        self.lines = 0  # appended since the journal was last emptied
+        self.size = 0  # bytes appended since the journal was last emptied
 
     @property
     def path(self) -> Path:
         """The journal file."""
         return self.journal.path
 
-    def record(self, rows: RowChanges) -> bool:
-        """Append one flush's rows (StateStoreError if they cannot be); true when a fold is due."""
+    def record(self, rows: RowChanges) -> None:
+        """Append one flush's rows (StateStoreError if they cannot be)."""
         try:
             line = rows.to_json()
         except (TypeError, ValueError) as exc:
             raise StateStoreError(f"Cannot write the scheduler journal {self.path}: {exc}") from exc
         self.journal.append(line)
         self.pending.merge(rows)
-        self.lines += 1
-        return len(self.pending) >= PENDING_CAP or self.lines >= LINES_CAP
+        self.size += len(line) + 1
+
+    def over_cap(self) -> int:
+        """How many pending keys the flush that just recorded must fold itself (0: none)."""
+        if self.size >= JOURNAL_BYTES_CAP:
+            return len(self.pending)
+        return CAP_SLICE_KEYS if len(self.pending) >= PENDING_CAP else 0
 
     @property
     def due(self) -> bool:
-        """Whether enough changes are pending for a fold between requests."""
-        return len(self.pending) >= FOLD_DUE_KEYS
+        """Whether enough changes are pending for a slice between requests."""
+        return len(self.pending) >= ANSWER_SLICE_KEYS
 
-    def fold(self, write: Callable[[RowChanges], None]) -> None:
-        """``write`` the pending changes, then empty the journal; if ``write`` fails, both are kept."""
+    def fold(self, write: Callable[[RowChanges], None], limit: int | None = None) -> None:
+        """``write`` the pending changes, at most ``limit`` keys of them (the oldest), and empty the
+        journal once none is left; if ``write`` fails, everything is kept.
+
+        The journal keeps the lines of keys already folded until then: replaying them writes the same
+        rows again, and the later lines still win.
+        """
+        if limit is not None and len(self.pending) > limit:
+            part = self.pending.take(limit)
+            try:
+                write(part)
+            except BaseException:
+                part.merge(self.pending)
+                self.pending = part
+                raise
+            return
         if self.pending:
             write(self.pending)
             self.forget_pending()
@@ -85,7 +108,7 @@ class JournaledRows:
     def forget_pending(self) -> None:
         """What is pending is in the database, or went with a journal that was moved aside."""
         self.pending = RowChanges()
-        self.lines = 0
+        self.size = 0
 
     def replay(self, write: Callable[[RowChanges], None], database: str) -> None:
         """``write`` what a stopped process left in the journal, then empty it.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import ClauseElement, Connection, Delete, Dialect, Insert, Table, bindparam, select
@@ -68,6 +69,7 @@ class Positions:
 
 
 JOURNAL_FORMAT = 1
+_KEYED = ("tasks", "workers", "resources", "batchers")  # RowChanges' keyed fields, in the order folded
 _SCALARS = (str, int, float, bool, type(None))
 # A task's or worker's field values (``codec.task_values``) followed by its ``seq``: what the journal
 # holds for a changed record. Encoding the columns from them waits for the fold, off the request path.
@@ -126,10 +128,30 @@ class RowChanges:
         if later.paused is not None:
             self.paused = later.paused
 
+    def take(self, limit: int) -> RowChanges:
+        """Remove and return the first ``limit`` keys (tasks, then workers, resources, batchers, pause)."""
+        taken = RowChanges()
+        left = limit
+        for name in _KEYED:
+            source: dict[str, Any] = getattr(self, name)
+            if left <= 0 or not source:
+                continue
+            if len(source) <= left:
+                setattr(taken, name, source)
+                setattr(self, name, {})
+            else:
+                target: dict[str, Any] = getattr(taken, name)
+                for key in list(islice(source, left)):
+                    target[key] = source.pop(key)
+            left -= len(getattr(taken, name))
+        if left > 0 and self.paused is not None:
+            taken.paused, self.paused = self.paused, None
+        return taken
+
     def to_json(self) -> str:
         """One line of JSON (no newline in it), versioned; TypeError for a value JSON cannot hold."""
         document: dict[str, Any] = {"v": JOURNAL_FORMAT}
-        for name in ("tasks", "workers", "resources", "batchers"):
+        for name in _KEYED:
             value = getattr(self, name)
             if value:
                 document[name] = value

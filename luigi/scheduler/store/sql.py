@@ -2,9 +2,10 @@
 
 A server database gets one transaction per ``Scheduler.flush()`` (see ``rows``). A SQLite file gets one
 line per flush appended to its journal, ``<file>.sqlite.journal`` (``<file>.sqlite-journal`` is
-SQLite's own), before the server answers; ``fold()`` (on the server's timer, at the cap of pending
-changes, and at close) writes the journaled rows in one transaction straight on SQLite's driver
-connection, then empties the journal, and ``load()`` replays whatever a stopped process left in it.
+SQLite's own), before the server answers; ``fold()`` (in short slices between requests, at the caps of
+pending changes, and whole at close) writes journaled rows in one transaction straight on SQLite's
+driver connection, emptying the journal once nothing is pending, and ``load()`` replays whatever a
+stopped process left in it.
 SQLite runs in WAL mode with ``synchronous=NORMAL``: a commit, like a journal line, survives the
 process being killed and costs no fsync. A SQLite file that cannot be read as our state is moved aside
 with its journal and the scheduler starts empty; a damaged journal is moved aside and the scheduler
@@ -31,7 +32,13 @@ from luigi.scheduler.config import SchedulerConfig
 from luigi.scheduler.state import SchedulerState
 from luigi.scheduler.store import schema
 from luigi.scheduler.store.base import CorruptStateError, StateStore, StateStoreError
-from luigi.scheduler.store.journal import JOURNAL_SUFFIX, JournaledRows, journal_file_for, move_aside
+from luigi.scheduler.store.journal import (
+    ANSWER_SLICE_KEYS,
+    JOURNAL_SUFFIX,
+    JournaledRows,
+    journal_file_for,
+    move_aside,
+)
 from luigi.scheduler.store.rows import RowChanges, RowStore, Runner, Snapshot
 
 logger = logging.getLogger("luigi.scheduler")
@@ -156,8 +163,10 @@ class SqlStore(StateStore):
                     if self._journal is not None:
                         self._journal.forget()
                 elif self._journal is not None:
-                    if self._journal.record(rows.rows_for(state, changes)):
-                        self._fold_logged()  # at a cap; a failure loses nothing: the rows are journaled
+                    self._journal.record(rows.rows_for(state, changes))
+                    at_cap = self._journal.over_cap()
+                    if at_cap:
+                        self._fold_logged(at_cap)  # a failure loses nothing: the rows are journaled
                 else:
                     with conn.begin():
                         rows.write_changes(conn.exec_driver_sql, state, changes)
@@ -171,17 +180,20 @@ class SqlStore(StateStore):
                 raise StateStoreError(f"Cannot write the scheduler state to {self.where}: {exc}") from exc
             self._mirrors_state = True
 
-    def fold(self, due_only: bool = False) -> None:
-        """Write the journaled changes into the SQLite file in one transaction, then empty the journal.
+    def fold(self, due_only: bool = False, limit: int | None = None) -> None:
+        """Write journaled changes into the SQLite file in one transaction: all of them, or the oldest
+        ``limit`` keys; the journal is emptied once none is left.
 
-        With ``due_only``, only once enough changes are pending to be worth a transaction (the server
-        asks that after each answer). On failure both are kept (the next fold, or the next start,
-        writes them) and StateStoreError is raised. Nothing to do for a server database, which is
-        written at each flush.
+        With ``due_only``, a short slice once enough changes are pending (the server asks that after
+        each answer). On failure the changes stay pending and journaled (the next fold, or the next
+        start, writes them) and StateStoreError is raised. Nothing to do for a server database, which
+        is written at each flush.
         """
         with self._lock:
-            if not due_only or (self._journal is not None and self._journal.due):
-                self._fold()
+            if not due_only:
+                self._fold(limit)
+            elif self._journal is not None and self._journal.due:
+                self._fold(ANSWER_SLICE_KEYS)
 
     def close(self) -> None:
         """Fold the journal, then close the connection and the journal; later use raises StateStoreError.
@@ -197,18 +209,18 @@ class SqlStore(StateStore):
 
     # -- the journal of a SQLite file ---------------------------------------------------------------------
 
-    def _fold_logged(self) -> None:
+    def _fold_logged(self, limit: int | None = None) -> None:
         try:
-            self._fold()
+            self._fold(limit)
         except StateStoreError as exc:
             logger.warning("%s; the journal keeps its changes for the next fold", exc)
 
-    def _fold(self) -> None:
+    def _fold(self, limit: int | None = None) -> None:
         journal = self._journal
         if journal is None or not journal.pending:
             return
         try:
-            journal.fold(self._write_rows)
+            journal.fold(self._write_rows, limit)
         except (sqlite3.Error, DBAPIError, StateStoreError) as exc:
             raise StateStoreError(
                 f"Cannot fold the scheduler journal {journal.path} into {self.where}: {_reason(exc)}"
