@@ -255,7 +255,11 @@ def test_a_status_card_filters_the_list_and_clicking_it_again_clears_the_filter(
     open_view(page, site.base_url)
     page.locator('.card[data-status="DISABLED"]').click()
     page.wait_for_url("**status=DISABLED**")
-    page.wait_for_function("() => [...document.querySelectorAll('.task-row')].length > 0")
+    # The list is redrawn after the address changes: wait for the filtered rows, not the old ones.
+    page.wait_for_function(
+        "() => { const shown = [...document.querySelectorAll('.task-row .col-status .badge')];"
+        " return shown.length > 0 && shown.every(badge => badge.textContent.trim() === 'Disabled'); }"
+    )
     assert set(page.locator(".task-row .col-status .badge").all_inner_texts()) == {"Disabled"}
     page.locator('.card[data-status="DISABLED"]').click()
     page.wait_for_function("() => !location.hash.includes('status=')")
