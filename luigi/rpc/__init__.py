@@ -92,6 +92,8 @@ class _ProcessState:
     buffer: list[EncodedCall] = field(default_factory=list)
     buffered_bytes: int = 0
     unanswered: list[EncodedCall] | None = None  # a batch sent whose answer is not read yet
+    ahead: list[EncodedCall] | None = None  # held calls and a get_work sent by ``ask_ahead``, unread
+    ahead_response: Any = None  # that get_work's response, once read (None: no usable answer)
 
 
 class RemoteScheduler:
@@ -176,6 +178,38 @@ class RemoteScheduler:
                 self._flush_locked(state)
             finally:
                 state.connection.close()
+
+    def ask_ahead(self, **get_work_kwargs: Any) -> bool:
+        """Send the held calls and a ``get_work`` without waiting; ``take_ahead`` returns its response.
+
+        Meanwhile the caller runs its current task while the server answers. Only a server known to be
+        ours takes this (False, nothing sent, for any other, or while an earlier one is unread).
+        """
+        call = encode_call(RPC_METHODS["get_work"], (), get_work_kwargs)
+        state = self._own_state()
+        with state.lock:
+            if not (self._batching and self._batch_answered) or state.ahead is not None:
+                return False
+            self._settle_unanswered(state)
+            calls, state.buffer, state.buffered_bytes = [*state.buffer, call], [], 0
+            payload = batch_payload(calls, stop_on_error=True).encode("utf-8")
+            try:
+                state.connection.send(self._address.path_for(BATCH_URL_SUFFIX), payload, self._json_headers)
+            except (OSError, http.client.HTTPException):
+                self._hold_again(state, calls[:-1])  # they go with the next call, with its retries
+                return False
+            state.ahead, state.ahead_response = calls, None
+            return True
+
+    def take_ahead(self) -> Any:
+        """The response to the ``get_work`` that ``ask_ahead`` sent, or None when there is none to use
+        (nothing was asked, no usable answer came, or the server refused it): ask again the ordinary way,
+        which a scheduler answers with the task it granted and we never heard of."""
+        state = self._own_state()
+        with state.lock:
+            self._settle_unanswered(state)
+            response, state.ahead_response = state.ahead_response, None
+            return response
 
     @property
     def batching(self) -> bool:
@@ -379,13 +413,40 @@ class RemoteScheduler:
         try:
             state.connection.send(path, batch_payload(calls).encode("utf-8"), self._json_headers)
         except (OSError, http.client.HTTPException):
-            state.buffer[:0], state.buffered_bytes = calls, sum(len(c.kwargs_json) for c in calls)
+            self._hold_again(state, calls)
             self._flush_locked(state)  # not even sent: the ordinary way, with its retries
             return
         state.unanswered = calls
 
+    def _settle_ahead(self, state: _ProcessState) -> None:
+        """Read the answer to what ``ask_ahead`` sent (before anything else uses the connection).
+
+        Held calls without a usable answer are held again, to go with the next call; a refused one
+        raises, as it would have from that ``get_work``.
+        """
+        calls, state.ahead = state.ahead, None
+        if calls is None:
+            return
+        path = self._address.path_for(BATCH_URL_SUFFIX)
+        try:
+            reply = self._read_answer(path, state.connection.receive())
+            errors = self._batch_errors(calls, reply)
+        except (OSError, http.client.HTTPException, TransientError, RPCError):
+            self._hold_again(state, calls[:-1])
+            return
+        held_errors = [error for error in errors if error.call is not calls[-1]]
+        if held_errors:
+            raise self._batch_failure(len(calls) - 1, held_errors)
+        if not errors:
+            state.ahead_response = reply[-1]["response"]
+
+    def _hold_again(self, state: _ProcessState, calls: list[EncodedCall]) -> None:
+        state.buffer[:0] = calls
+        state.buffered_bytes += sum(len(c.kwargs_json) for c in calls)
+
     def _settle_unanswered(self, state: _ProcessState) -> None:
         """Read the answer to the batch ``_send_full_batch`` sent (resending it the ordinary way if lost)."""
+        self._settle_ahead(state)
         calls, state.unanswered = state.unanswered, None
         if calls is None:
             return
@@ -393,8 +454,7 @@ class RemoteScheduler:
         try:
             reply = self._read_answer(path, state.connection.receive())
         except (OSError, http.client.HTTPException, TransientError):
-            state.buffer[:0] = calls  # no usable answer: the flush below sends them again, with retries
-            state.buffered_bytes += sum(len(c.kwargs_json) for c in calls)
+            self._hold_again(state, calls)  # no usable answer: the flush below sends them again, with retries
             self._flush_locked(state)
             return
         except RPCError as exc:
@@ -470,7 +530,7 @@ class RemoteScheduler:
 
     def _flush_at_exit(self) -> None:
         state = self._state
-        if state.pid != _this_process[0] or not (state.buffer or state.unanswered):
+        if state.pid != _this_process[0] or not (state.buffer or state.unanswered or state.ahead):
             return
         if not state.lock.acquire(timeout=_EXIT_FLUSH_LOCK_TIMEOUT):
             logger.error(

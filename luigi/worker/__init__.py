@@ -32,6 +32,7 @@ from luigi.worker.child_pool import ChildPool
 from luigi.worker.completion import CompletionChecker, CompletionCheckError, check_complete
 from luigi.worker.config import worker
 from luigi.worker.keep_alive import KeepAliveThread, SerializedScheduler, should_stay_alive
+from luigi.worker.lookahead import AheadAsker, Lookahead
 from luigi.worker.messages import MessageRouter
 from luigi.worker.reconnect import SchedulerRetrier
 from luigi.worker.task_process import (
@@ -125,6 +126,8 @@ class Worker:
         self._walked: set[str] = set()  # task ids add() has reported since the last run()
         self._completion_cache: dict[str, bool] | None = {} if self._config.cache_task_completion else None
         self._stop_requesting_work = False
+        lookahead = Lookahead(self._config.lookahead and hasattr(scheduler, "ask_ahead"))
+        self._ahead = AheadAsker(self._rpc, lookahead, lambda: self._retrier.call("flush", self._rpc.flush))
         self._idle_since: float | None = None
         self._keep_alive_thread: KeepAliveThread | None = None
         self._previous_sigusr1: Any = None
@@ -426,17 +429,13 @@ class Worker:
             self._collect_outcomes(block=True)
 
     def _get_work(self) -> WorkGrant:
-        """Ask the scheduler for a task (nothing once stopping), loading tasks we did not schedule."""
-        if self._stop_requesting_work:
-            return WorkGrant.nothing(WORKER_STATE_DISABLED)
-        reply = self._retrier.call(
-            "get_work",
-            self._rpc.get_work,
-            worker=self._id,
-            host=self.host,
-            assistant=self._assistant,
-            current_tasks=list(self._running_tasks),
-        )
+        """Ask the scheduler for a task (nothing once stopping, but a task granted ahead is ours to run),
+        loading tasks we did not schedule."""
+        reply = self._ahead.take()
+        if reply is None:
+            if self._stop_requesting_work:
+                return WorkGrant.nothing(WORKER_STATE_DISABLED)
+            reply = self._retrier.call("get_work", self._rpc.get_work, **self._get_work_kwargs())
         grant = WorkGrant.from_reply(reply)
         if grant.batch_id is not None and grant.batch_task_ids:
             self._take_batch(grant)
@@ -448,6 +447,14 @@ class Worker:
         if grant.task_id is None and not self._stop_requesting_work:
             grant.log_no_work(tasks_running_here=bool(self._running_tasks))
         return grant
+
+    def _get_work_kwargs(self) -> dict[str, Any]:
+        return {
+            "worker": self._id,
+            "host": self.host,
+            "assistant": self._assistant,
+            "current_tasks": list(self._running_tasks),
+        }
 
     def _load_foreign_task(self, grant: WorkGrant) -> None:
         """A task scheduled by another worker (we are an assistant): build it from its family and params."""
@@ -532,9 +539,12 @@ class Worker:
             timeout=timeout or None,
         )
         self._running_tasks[task_id] = process
+        self._ahead.before_start(not fork, self._get_work_kwargs)
         if not fork:
             self._messages.open(task_id)
+            started = time.monotonic()
             self._outcomes.append(process.run())
+            self._ahead.ran(time.monotonic() - started)
             return
         deadline = time.time() + timeout if timeout else None
         try:

@@ -65,6 +65,10 @@ class worker(Config):
     cache_task_completion = parameter.BoolParameter(
         default=False, description="Remember tasks found complete so complete() is not called for them again."
     )
+    lookahead = parameter.BoolParameter(
+        default=True,
+        description="With one worker process and our luigid, ask for the next task while a short one runs.",
+    )
     scheduler_unreachable_timeout = parameter.FloatParameter(
         default=600.0,
         description="Seconds to keep retrying an unreachable scheduler before giving up (0: at once).",

@@ -1,0 +1,232 @@
+"""A serial worker asks our luigid for its next task while a short one runs (``[worker] lookahead``)."""
+
+from __future__ import annotations
+
+import collections
+import time
+from typing import Any
+
+import pytest
+from luigid_helpers import serving_in_thread
+
+import luigi
+from luigi.interface import build
+from luigi.rpc import RemoteScheduler
+from luigi.scheduler import Scheduler
+from luigi.task_status import RUNNING
+from luigi.worker.lookahead import MAX_SKIP, SHORT_TASK, Lookahead
+
+RUNS: collections.Counter[str] = collections.Counter()
+# What the scheduler said about the task before each Step when that Step ran (see the long-task test).
+STATUS_BEFORE: dict[int, str] = {}
+
+
+class WatchedScheduler(Scheduler):
+    """Records, for each get_work, the tasks its worker was running and what it was granted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asks: list[tuple[list[str], str | None]] = []
+        self.reports: collections.Counter[str] = collections.Counter()
+
+    def add_task(self, *args: Any, **kwargs: Any) -> None:
+        self.reports[kwargs.get("task_id", "")] += 1
+        super().add_task(*args, **kwargs)
+
+    def get_work(self, worker: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        running = [t.id for t in self._state.by_status[RUNNING].values() if t.worker_running == worker]
+        reply = super().get_work(worker, *args, **kwargs)
+        self.asks.append((running, reply["task_id"]))
+        return reply
+
+    def asked_ahead(self) -> list[tuple[list[str], str | None]]:
+        """The get_work calls made while a task of the same worker was running."""
+        return [ask for ask in self.asks if ask[0]]
+
+
+class Step(luigi.Task):
+    """Writes its marker; sleeps ``seconds`` first (a long task, for the lookahead's guard)."""
+
+    root = luigi.Parameter()
+    n = luigi.IntParameter()
+    seconds = luigi.FloatParameter(default=0.0, significant=False)
+
+    def output(self) -> luigi.LocalTarget:
+        return luigi.LocalTarget(f"{self.root}/step-{self.n}")
+
+    def run(self) -> None:
+        RUNS[self.task_id] += 1
+        if WATCHED and self.n:
+            before = Step(root=self.root, n=self.n - 1).task_id
+            STATUS_BEFORE[self.n] = WATCHED[0]._state.tasks[before].status
+        if self.seconds:
+            time.sleep(self.seconds)  # the task's own work, not synchronisation
+        with self.output().open("w") as out:
+            out.write("x")
+
+
+class Steps(luigi.WrapperTask):
+    """Steps 0..count-1, run in that order (earlier ones have a higher priority)."""
+
+    root = luigi.Parameter()
+    count = luigi.IntParameter()
+    long_step = luigi.IntParameter(default=-1)
+
+    def requires(self) -> list[Step]:
+        return [self._step(n) for n in range(self.count)]
+
+    def _step(self, n: int) -> Step:
+        step = Step(root=self.root, n=n, seconds=3 * SHORT_TASK if n == self.long_step else 0.0)
+        step.priority = self.count - n
+        return step
+
+
+class Link(luigi.Task):
+    root = luigi.Parameter()
+    n = luigi.IntParameter()
+
+    def requires(self) -> list[Link]:
+        return [Link(root=self.root, n=self.n - 1)] if self.n else []
+
+    def output(self) -> luigi.LocalTarget:
+        return luigi.LocalTarget(f"{self.root}/link-{self.n}")
+
+    def run(self) -> None:
+        RUNS[self.task_id] += 1
+        with self.output().open("w") as out:
+            out.write("x")
+
+
+WATCHED: list[WatchedScheduler] = []
+
+
+@pytest.fixture
+def watched():
+    RUNS.clear()
+    STATUS_BEFORE.clear()
+    scheduler = WatchedScheduler()
+    WATCHED[:] = [scheduler]
+    with serving_in_thread(scheduler) as server:
+        yield scheduler, server.base_url() + "/"
+    WATCHED.clear()
+
+
+def test_a_serial_worker_asks_for_each_next_task_while_the_current_one_runs(watched, tmp_path):
+    scheduler, url = watched
+    assert build([Steps(root=str(tmp_path), count=20)], scheduler_url=url, no_lock=True) is True
+
+    assert len(RUNS) == 20 and set(RUNS.values()) == {1}
+    ahead = scheduler.asked_ahead()
+    assert len(ahead) >= 15  # all but the first few (before the server is known to be ours)
+    assert all(len(running) == 1 and granted is not None for running, granted in ahead[:-1])
+
+
+def test_lookahead_is_off_when_the_worker_section_says_so(watched, tmp_path):
+    scheduler, url = watched
+    luigi.configuration.get_config().set("worker", "lookahead", "false")
+    assert build([Steps(root=str(tmp_path), count=10)], scheduler_url=url, no_lock=True) is True
+    assert len(RUNS) == 10
+    assert scheduler.asked_ahead() == []
+
+
+def test_after_a_long_task_the_next_is_not_asked_ahead_and_the_long_ones_result_is_sent_first(
+    watched, tmp_path
+):
+    scheduler, url = watched
+    steps = Steps(root=str(tmp_path), count=8, long_step=4)
+    assert build([steps], scheduler_url=url, no_lock=True) is True
+
+    step = {n: Step(root=str(tmp_path), n=n).task_id for n in range(8)}
+    running_when_asked = [running[0] for running, _ in scheduler.asked_ahead()]
+    assert step[4] in running_when_asked  # step 5 was granted while the long step 4 ran...
+    assert step[5] not in running_when_asked  # ...but nothing was asked ahead while step 5 ran
+    assert step[6] in running_when_asked  # and after a short step it asks ahead again
+    assert STATUS_BEFORE[5] == "DONE"  # step 5, granted ahead, did not hold back step 4's result
+
+
+def test_a_chain_backs_off_from_asking_ahead_since_its_next_task_waits_for_the_current_one(watched, tmp_path):
+    scheduler, url = watched
+    assert build([Link(root=str(tmp_path), n=19)], scheduler_url=url, no_lock=True) is True
+
+    assert len(RUNS) == 20 and set(RUNS.values()) == {1}
+    misses = [ask for ask in scheduler.asked_ahead() if ask[1] is None]
+    assert 1 <= len(misses) <= 5  # asks at tasks 1, 3, 6, 11: skipping 1, 2, 4, 8 after each miss
+
+
+# -- the client's half: ask_ahead / take_ahead ---------------------------------------------------------------
+
+
+def test_a_get_work_asked_ahead_carries_the_held_reports_and_waits_for_take_ahead_past_other_calls(
+    watched,
+):
+    scheduler, url = watched
+    client = RemoteScheduler(url)
+    client.add_task(worker="w", task_id="A", family="A", status="PENDING")
+    client.flush()  # the server answered a batch: it is one of ours
+    client.add_task(worker="w", task_id="B", family="B", status="PENDING")  # held
+
+    assert client.ask_ahead(worker="w", current_tasks=[]) is True
+    assert client.ping(worker="w") == {"rpc_messages": []}  # a call in between reads the answer first
+    reply = client.take_ahead()
+    assert reply["task_id"] in ("A", "B") and reply["n_pending_tasks"] == 2
+    assert set(scheduler.task_list("", "")) == {"A", "B"}  # B went with the ask
+    assert client.take_ahead() is None  # taken once
+
+
+def test_ask_ahead_sends_nothing_to_a_server_not_known_to_be_ours(watched):
+    _, url = watched
+    client = RemoteScheduler(url)
+    assert client.ask_ahead(worker="w", current_tasks=[]) is False
+    assert client.take_ahead() is None
+
+
+def test_a_lost_answer_to_an_ask_ahead_holds_its_reports_again_and_the_grant_comes_back_when_asked(
+    watched, monkeypatch
+):
+    scheduler, url = watched
+    client = RemoteScheduler(url)
+    client.add_task(worker="w", task_id="A", family="A", status="PENDING")
+    client.flush()
+    client.add_task(worker="w", task_id="B", family="B", status="PENDING")
+    assert client.ask_ahead(worker="w", current_tasks=[]) is True
+    connection = client._own_state().connection
+    monkeypatch.setattr(connection, "receive", lambda: (_ for _ in ()).throw(ConnectionResetError("gone")))
+
+    assert client.take_ahead() is None
+    monkeypatch.undo()
+    connection.close()
+    granted = client.get_work(worker="w", current_tasks=[])  # sends B's report again, with this call
+    assert granted["task_id"] == scheduler.asks[0][1]  # the task granted to the lost ask, sent again
+    assert scheduler.reports["B"] == 2  # no answer said it arrived: sent again (reports are idempotent)
+
+
+# -- the policy ---------------------------------------------------------------------------------------------
+
+
+def test_the_first_task_and_any_task_after_a_long_one_are_not_asked_ahead():
+    policy = Lookahead(enabled=True)
+    assert policy.should_ask() is False
+    policy.ran(SHORT_TASK / 10)
+    assert policy.should_ask() is True
+    policy.ran(SHORT_TASK * 2)
+    assert policy.should_ask() is False
+    policy.ran(SHORT_TASK / 10)
+    assert policy.should_ask() is True
+    assert Lookahead(enabled=False).should_ask() is False
+
+
+def test_asks_that_grant_nothing_skip_ever_more_tasks_up_to_a_cap_and_a_grant_resets_that():
+    policy = Lookahead(enabled=True)
+    policy.ran(0.0)
+    skipped = []
+    for _ in range(9):
+        policy.answered(granted=False)
+        count = 0
+        while not policy.should_ask():
+            count += 1
+        skipped.append(count)
+    assert skipped == [1, 2, 4, 8, 16, 32, MAX_SKIP, MAX_SKIP, MAX_SKIP]
+    policy.answered(granted=True)
+    assert policy.should_ask() is True
+    policy.answered(granted=False)
+    assert [policy.should_ask(), policy.should_ask()] == [False, True]
