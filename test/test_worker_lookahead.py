@@ -11,10 +11,10 @@ from luigid_helpers import serving_in_thread
 
 import luigi
 from luigi.interface import build
-from luigi.rpc import RemoteScheduler
+from luigi.rpc import RemoteScheduler, RPCError
 from luigi.scheduler import Scheduler
 from luigi.task_status import RUNNING
-from luigi.worker.lookahead import MAX_SKIP, SHORT_TASK, Lookahead
+from luigi.worker.lookahead import MAX_SKIP, SHORT_TASK, AheadAsker, Lookahead
 
 RUNS: collections.Counter[str] = collections.Counter()
 # What the scheduler said about the task before each Step when that Step ran (see the long-task test).
@@ -230,3 +230,51 @@ def test_asks_that_grant_nothing_skip_ever_more_tasks_up_to_a_cap_and_a_grant_re
     assert policy.should_ask() is True
     policy.answered(granted=False)
     assert [policy.should_ask(), policy.should_ask()] == [False, True]
+
+
+class AskingScheduler:
+    """Answers ask_ahead with ``outcome`` (an exception is raised); records flushes."""
+
+    def __init__(self, outcome: Any) -> None:
+        self.outcome = outcome
+        self.flushes = 0
+
+    def ask_ahead(self, **_kwargs: Any) -> bool:
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        return bool(self.outcome)
+
+    def take_ahead(self) -> dict[str, Any]:
+        return {"task_id": "Next", "n_pending_tasks": 1}
+
+    def flush(self) -> None:
+        self.flushes += 1
+
+
+def short_policy() -> Lookahead:
+    policy = Lookahead(enabled=True)
+    policy.ran(0.0)
+    return policy
+
+
+def test_asking_ahead_raises_a_refused_report_as_the_ordinary_get_work_would():
+    scheduler = AskingScheduler(RPCError("add_task(task_id='A'): HTTP 400: bad", status=400))
+    asker = AheadAsker(scheduler, short_policy(), scheduler.flush)
+    with pytest.raises(RPCError, match="HTTP 400"):
+        asker.before_start(True, dict)
+
+
+def test_asking_ahead_leaves_an_unreachable_scheduler_to_the_ordinary_get_work_and_its_retries():
+    scheduler = AskingScheduler(RPCError("no answer", ConnectionRefusedError("refused")))
+    asker = AheadAsker(scheduler, short_policy(), scheduler.flush)
+    asker.before_start(True, dict)
+    assert asker.take() is None
+
+
+def test_a_task_granted_ahead_that_will_not_ask_ahead_itself_sends_the_held_reports_first():
+    scheduler = AskingScheduler(True)
+    asker = AheadAsker(scheduler, short_policy(), scheduler.flush)
+    asker.before_start(True, dict)
+    assert asker.take() == {"task_id": "Next", "n_pending_tasks": 1}
+    asker.before_start(False, dict)  # the granted task runs in a child process: no ask ahead
+    assert scheduler.flushes == 1

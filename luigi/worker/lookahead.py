@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from luigi.rpc import RPCError
+from luigi.worker.reconnect import is_unreachable
 
 logger = logging.getLogger("luigi-interface")
 
@@ -76,8 +77,10 @@ class AheadAsker:
         if in_process and self._lookahead.should_ask():
             try:
                 self._asked = bool(self._scheduler.ask_ahead(**get_work_kwargs()))
-            except RPCError as exc:  # a held report refused: the next ordinary call reports it
-                logger.debug("Asking ahead failed: %s", exc)
+            except RPCError as exc:
+                if not is_unreachable(exc):
+                    raise  # a refused report: raised here as the ordinary get_work would have
+                logger.debug("Asking ahead found the scheduler unreachable (the retrier waits): %s", exc)
             if self._asked:
                 return
         if granted_ahead:
