@@ -194,11 +194,15 @@ def restart_on_same_port(old: LuigidProcess, config: str) -> LuigidProcess:
 
 
 @pytest.mark.slow
-def test_two_worker_processes_share_a_pipeline_and_run_every_task_exactly_once(tmp_path, setup):
-    n = 30
+@pytest.mark.parametrize(
+    ("n", "pause"),
+    [(30, "0.05"), (400, "0.0")],
+    ids=["overlapping-tasks", "short-tasks-asked-ahead"],
+)
+def test_two_worker_processes_share_a_pipeline_and_run_every_task_exactly_once(tmp_path, setup, n, pause):
     with running_luigid(tmp_path) as luigid:
-        first = setup.worker(luigid.url, "All", "--n", str(n))
-        second = setup.worker(luigid.url, "All", "--n", str(n))
+        first = setup.worker(luigid.url, "All", "--n", str(n), "--pause", pause)
+        second = setup.worker(luigid.url, "All", "--n", str(n), "--pause", pause)
         assert finish(setup, first) == 0, setup.worker_logs()
         assert finish(setup, second) == 0, setup.worker_logs()
     runs = setup.runs()
@@ -208,11 +212,19 @@ def test_two_worker_processes_share_a_pipeline_and_run_every_task_exactly_once(t
 
 
 @pytest.mark.slow
-def test_a_killed_luigid_restarted_on_its_state_file_loses_and_repeats_no_task(tmp_path, setup):
-    n = 40
+@pytest.mark.parametrize(
+    ("n", "pause", "killed_after"),
+    [(40, "0.1", 5), (3000, "0.0", 300)],
+    ids=["slow-tasks", "short-tasks-asked-ahead"],
+)
+def test_a_killed_luigid_restarted_on_its_state_file_loses_and_repeats_no_task(
+    tmp_path, setup, n, pause, killed_after
+):
     with running_luigid(tmp_path) as luigid:
-        worker = setup.worker(luigid.url, "All", "--n", str(n), "--pause", "0.1")
-        wait_until(lambda: sum(setup.runs().values()) >= 5, timeout=RUN_TIMEOUT, what="5 tasks to run")
+        worker = setup.worker(luigid.url, "All", "--n", str(n), "--pause", pause)
+        wait_until(
+            lambda: sum(setup.runs().values()) >= killed_after, timeout=RUN_TIMEOUT, what="tasks to run"
+        )
         luigid.stop(signal.SIGKILL)
         wait_until(
             lambda: "Scheduler unreachable" in setup.worker_logs(),
@@ -222,7 +234,7 @@ def test_a_killed_luigid_restarted_on_its_state_file_loses_and_repeats_no_task(t
         restarted = restart_on_same_port(luigid, "")
         try:
             assert finish(setup, worker) == 0, setup.worker_logs()
-            assert task_status(restarted.url, task_id_str("All", {"n": "40", "pause": "0.1"})) == "DONE"
+            assert task_status(restarted.url, task_id_str("All", {"n": str(n), "pause": pause})) == "DONE"
         finally:
             restarted.stop()
     runs = setup.runs()
