@@ -427,9 +427,8 @@ class RemoteScheduler:
         calls, state.ahead = state.ahead, None
         if calls is None:
             return
-        path = self._address.path_for(BATCH_URL_SUFFIX)
         try:
-            reply = self._read_answer(path, state.connection.receive())
+            reply = self._read_batch_answer(state)
             errors = self._batch_errors(calls, reply)
         except (OSError, http.client.HTTPException, TransientError, RPCError):
             self._hold_again(state, calls[:-1])
@@ -439,6 +438,10 @@ class RemoteScheduler:
             raise self._batch_failure(len(calls) - 1, held_errors)
         if not errors:
             state.ahead_response = reply[-1]["response"]
+
+    def _read_batch_answer(self, state: _ProcessState) -> Any:
+        """The answer to a ``/api/_batch`` request sent earlier on this connection."""
+        return self._read_answer(self._address.path_for(BATCH_URL_SUFFIX), state.connection.receive())
 
     def _hold_again(self, state: _ProcessState, calls: list[EncodedCall]) -> None:
         state.buffer[:0] = calls
@@ -450,9 +453,8 @@ class RemoteScheduler:
         calls, state.unanswered = state.unanswered, None
         if calls is None:
             return
-        path = self._address.path_for(BATCH_URL_SUFFIX)
         try:
-            reply = self._read_answer(path, state.connection.receive())
+            reply = self._read_batch_answer(state)
         except (OSError, http.client.HTTPException, TransientError):
             self._hold_again(state, calls)  # no usable answer: the flush below sends them again, with retries
             self._flush_locked(state)
