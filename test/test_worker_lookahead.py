@@ -14,6 +14,7 @@ from luigi.interface import build
 from luigi.rpc import RemoteScheduler, RPCError
 from luigi.scheduler import Scheduler
 from luigi.task_status import RUNNING
+from luigi.worker import lookahead as lookahead_module
 from luigi.worker.lookahead import MAX_SKIP, SHORT_TASK, AheadAsker, Lookahead
 
 RUNS: collections.Counter[str] = collections.Counter()
@@ -76,7 +77,8 @@ class Steps(luigi.WrapperTask):
         return [self._step(n) for n in range(self.count)]
 
     def _step(self, n: int) -> Step:
-        step = Step(root=self.root, n=n, seconds=3 * SHORT_TASK if n == self.long_step else 0.0)
+        long_run = 3 * lookahead_module.SHORT_TASK
+        step = Step(root=self.root, n=n, seconds=long_run if n == self.long_step else 0.0)
         step.priority = self.count - n
         return step
 
@@ -101,7 +103,10 @@ WATCHED: list[WatchedScheduler] = []
 
 
 @pytest.fixture
-def watched():
+def watched(monkeypatch):
+    # Short tasks here take a few ms; a generous bound keeps a loaded machine's hiccups from making one
+    # of them count as long (the long step is made longer to match).
+    monkeypatch.setattr(lookahead_module, "SHORT_TASK", 0.25)
     RUNS.clear()
     STATUS_BEFORE.clear()
     scheduler = WatchedScheduler()
