@@ -40,11 +40,16 @@ class UnknownRpcMethodError(LookupError):
 
 @dataclass(frozen=True)
 class RpcParameter:
-    """One keyword argument: its JSON type (see ``_TYPE_CHECKS``; ``?`` allows null) and default."""
+    """One keyword argument: its JSON type (see ``_TYPE_CHECKS``; ``?`` allows null) and default.
+
+    An ``extension`` is ours alone: our client leaves it out of a call unless it was given, so that the
+    calls it sends a Luigi server carry only Luigi's arguments.
+    """
 
     name: str
     kind: str = "any"
     default: Any = REQUIRED
+    extension: bool = False
 
     @property
     def required(self) -> bool:
@@ -86,9 +91,17 @@ class RpcMethod:
     def _required(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.parameters if p.required)
 
+    @cached_property
+    def _sent_defaults(self) -> dict[str, Any]:
+        return {p.name: p.default for p in self.parameters if not p.required and not p.extension}
+
     def bind(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The full argument dict (defaults filled in), or RpcArgumentError naming the problem."""
         return {**self._defaults, **self.check(kwargs)}
+
+    def bind_to_send(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments a client sends: as ``bind``, but extensions only when given."""
+        return {**self._sent_defaults, **self.check(kwargs)}
 
     @cached_property
     def _kinds(self) -> dict[str, tuple[Container[type], str]]:
@@ -123,8 +136,8 @@ class RpcMethod:
         return checked
 
 
-def _param(name: str, kind: str = "any", default: Any = REQUIRED) -> RpcParameter:
-    return RpcParameter(name, kind, default)
+def _param(name: str, kind: str = "any", default: Any = REQUIRED, extension: bool = False) -> RpcParameter:
+    return RpcParameter(name, kind, default, extension)
 
 
 _TASK_ID = _param("task_id", "str")
@@ -180,6 +193,9 @@ _METHODS: tuple[RpcMethod, ...] = (
             _param("host", "str?", None),
             _param("assistant", "bool", False),
             _param("current_tasks", "list[str]?", None),
+            # Our worker's running tasks it expects to finish DONE: a task waiting only for them may be
+            # granted ahead of them (see ``luigi.scheduler.grant.choose_ahead_of``).
+            _param("assume_done", "list[str]?", None, extension=True),
         ),
         mutating=True,
         allow_null=False,

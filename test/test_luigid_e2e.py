@@ -74,6 +74,23 @@ class All(luigi.WrapperTask):
         return [Step(i=i, pause=self.pause) for i in range(self.n)]
 
 
+class Link(luigi.Task):
+    """Link i needs link i - 1: a chain, whose next link a worker is granted ahead of the running one."""
+
+    i = luigi.IntParameter()
+
+    def requires(self):
+        return [Link(i=self.i - 1)] if self.i else []
+
+    def output(self):
+        return luigi.LocalTarget(os.path.join(ROOT, "out", f"link-{self.i}"))
+
+    def run(self):
+        log_run(self.task_id)
+        with self.output().open("w") as out:
+            out.write("done")
+
+
 class Blocker(luigi.Task):
     """Writes its pid to blocker.pid, then waits for the file ``release`` before finishing."""
 
@@ -176,6 +193,14 @@ def task_status(url: str, task_id: str) -> str | None:
         client.close()
 
 
+def pipeline(shape: str, n: int, pause: str) -> tuple[list[str], str]:
+    """The worker's task arguments and the root task's id: ``wide`` is All over n Steps of ``pause``
+    seconds, ``chain`` is n Links."""
+    if shape == "chain":
+        return ["Link", "--i", str(n - 1)], task_id_str("Link", {"i": str(n - 1)})
+    return ["All", "--n", str(n), "--pause", pause], task_id_str("All", {"n": str(n), "pause": pause})
+
+
 def restart_on_same_port(old: LuigidProcess, config: str) -> LuigidProcess:
     """Start luigid again on ``old``'s port and state file, and wait until it answers."""
     log_path = old.workdir / "luigid-restarted.log"
@@ -195,33 +220,38 @@ def restart_on_same_port(old: LuigidProcess, config: str) -> LuigidProcess:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("n", "pause"),
-    [(30, "0.05"), (400, "0.0")],
-    ids=["overlapping-tasks", "short-tasks-asked-ahead"],
+    ("shape", "n", "pause"),
+    [("wide", 30, "0.05"), ("wide", 400, "0.0"), ("chain", 300, "0.0")],
+    ids=["overlapping-tasks", "short-tasks-asked-ahead", "chain-granted-ahead"],
 )
-def test_two_worker_processes_share_a_pipeline_and_run_every_task_exactly_once(tmp_path, setup, n, pause):
+def test_two_worker_processes_share_a_pipeline_and_run_every_task_exactly_once(
+    tmp_path, setup, shape, n, pause
+):
+    task_args, _ = pipeline(shape, n, pause)
     with running_luigid(tmp_path) as luigid:
-        first = setup.worker(luigid.url, "All", "--n", str(n), "--pause", pause)
-        second = setup.worker(luigid.url, "All", "--n", str(n), "--pause", pause)
+        first = setup.worker(luigid.url, *task_args)
+        second = setup.worker(luigid.url, *task_args)
         assert finish(setup, first) == 0, setup.worker_logs()
         assert finish(setup, second) == 0, setup.worker_logs()
     runs = setup.runs()
     assert len(runs) == n
     assert set(runs.values()) == {1}, runs
-    assert all((setup.root / "out" / f"step-{i}").read_text() == "done" for i in range(n))
+    outputs = list((setup.root / "out").iterdir())
+    assert len(outputs) == n and all(path.read_text() == "done" for path in outputs)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("n", "pause", "killed_after"),
-    [(40, "0.1", 5), (3000, "0.0", 300)],
-    ids=["slow-tasks", "short-tasks-asked-ahead"],
+    ("shape", "n", "pause", "killed_after"),
+    [("wide", 40, "0.1", 5), ("wide", 3000, "0.0", 300), ("chain", 2000, "0.0", 200)],
+    ids=["slow-tasks", "short-tasks-asked-ahead", "chain-granted-ahead"],
 )
 def test_a_killed_luigid_restarted_on_its_state_file_loses_and_repeats_no_task(
-    tmp_path, setup, n, pause, killed_after
+    tmp_path, setup, shape, n, pause, killed_after
 ):
+    task_args, root_id = pipeline(shape, n, pause)
     with running_luigid(tmp_path) as luigid:
-        worker = setup.worker(luigid.url, "All", "--n", str(n), "--pause", pause)
+        worker = setup.worker(luigid.url, *task_args)
         wait_until(
             lambda: sum(setup.runs().values()) >= killed_after, timeout=RUN_TIMEOUT, what="tasks to run"
         )
@@ -234,7 +264,7 @@ def test_a_killed_luigid_restarted_on_its_state_file_loses_and_repeats_no_task(
         restarted = restart_on_same_port(luigid, "")
         try:
             assert finish(setup, worker) == 0, setup.worker_logs()
-            assert task_status(restarted.url, task_id_str("All", {"n": str(n), "pause": pause})) == "DONE"
+            assert task_status(restarted.url, root_id) == "DONE"
         finally:
             restarted.stop()
     runs = setup.runs()

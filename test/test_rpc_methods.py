@@ -89,7 +89,19 @@ def test_validation_fills_in_defaults():
         "host": None,
         "assistant": False,
         "current_tasks": None,
+        "assume_done": None,
     }
+
+
+def test_a_client_sends_an_extension_argument_only_when_given():
+    get_work = RPC_METHODS["get_work"]
+    assert get_work.bind_to_send({"worker": "w"}) == {
+        "worker": "w",
+        "host": None,
+        "assistant": False,
+        "current_tasks": None,
+    }
+    assert get_work.bind_to_send({"worker": "w", "assume_done": ["A"]})["assume_done"] == ["A"]
 
 
 def test_a_missing_required_argument_is_named():

@@ -149,13 +149,60 @@ def test_after_a_long_task_the_next_is_not_asked_ahead_and_the_long_ones_result_
     assert STATUS_BEFORE[5] == "DONE"  # step 5, granted ahead, did not hold back step 4's result
 
 
-def test_a_chain_backs_off_from_asking_ahead_since_its_next_task_waits_for_the_current_one(watched, tmp_path):
+def test_a_chains_next_link_is_granted_ahead_of_the_link_it_needs_while_that_one_runs(watched, tmp_path):
     scheduler, url = watched
     assert build([Link(root=str(tmp_path), n=19)], scheduler_url=url, no_lock=True) is True
 
     assert len(RUNS) == 20 and set(RUNS.values()) == {1}
-    misses = [ask for ask in scheduler.asked_ahead() if ask[1] is None]
-    assert 1 <= len(misses) <= 5  # asks at tasks 1, 3, 6, 11: skipping 1, 2, 4, 8 after each miss
+    link = {n: Link(root=str(tmp_path), n=n).task_id for n in range(20)}
+    ahead = scheduler.asked_ahead()
+    assert len(ahead) >= 15  # all but the first few links (before the server is known to be ours)
+    for running, granted in ahead[:-1]:
+        n = next(n for n, task_id in link.items() if task_id == running[0])
+        assert granted == link[n + 1]  # the next link, though the one it needs was still RUNNING
+    assert ahead[-1] == ([link[19]], None)  # nothing follows the last link
+
+
+class Breaks(luigi.Task):
+    """A link that fails while the link after it is granted ahead of it."""
+
+    root = luigi.Parameter()
+
+    def requires(self) -> Link:
+        return Link(root=self.root, n=2)
+
+    def output(self) -> luigi.LocalTarget:
+        return luigi.LocalTarget(f"{self.root}/breaks")
+
+    def run(self) -> None:
+        RUNS[self.task_id] += 1
+        raise RuntimeError("this link breaks")
+
+
+class AfterBreak(luigi.Task):
+    root = luigi.Parameter()
+
+    def requires(self) -> Breaks:
+        return Breaks(root=self.root)
+
+    def output(self) -> luigi.LocalTarget:
+        return luigi.LocalTarget(f"{self.root}/after")
+
+    def run(self) -> None:
+        RUNS[self.task_id] += 1
+
+
+def test_a_task_granted_ahead_of_a_link_that_fails_is_not_run_and_goes_back_to_pending(watched, tmp_path):
+    scheduler, url = watched
+    after = AfterBreak(root=str(tmp_path))
+    assert build([after], scheduler_url=url, no_lock=True) is False
+
+    breaks = Breaks(root=str(tmp_path)).task_id
+    assert ([breaks], after.task_id) in scheduler.asked_ahead()  # granted ahead of the failing link
+    assert RUNS[breaks] == 1 and RUNS[after.task_id] == 0
+    assert scheduler._state.tasks[breaks].status == "FAILED"
+    put_back = scheduler._state.tasks[after.task_id]
+    assert (put_back.status, put_back.worker_running) == ("PENDING", None)
 
 
 # -- the client's half: ask_ahead / take_ahead ---------------------------------------------------------------
@@ -238,19 +285,23 @@ def test_asks_that_grant_nothing_skip_ever_more_tasks_up_to_a_cap_and_a_grant_re
 
 
 class AskingScheduler:
-    """Answers ask_ahead with ``outcome`` (an exception is raised); records flushes."""
+    """Answers ask_ahead with ``outcome`` (an exception is raised) and take_ahead with ``grant``;
+    records the asks' kwargs and the flushes."""
 
-    def __init__(self, outcome: Any) -> None:
+    def __init__(self, outcome: Any, grant: dict[str, Any] | None = None) -> None:
         self.outcome = outcome
+        self.grant = grant or {"task_id": "Next", "n_pending_tasks": 1}
+        self.asks: list[dict[str, Any]] = []
         self.flushes = 0
 
-    def ask_ahead(self, **_kwargs: Any) -> bool:
+    def ask_ahead(self, **kwargs: Any) -> bool:
+        self.asks.append(kwargs)
         if isinstance(self.outcome, BaseException):
             raise self.outcome
         return bool(self.outcome)
 
     def take_ahead(self) -> dict[str, Any]:
-        return {"task_id": "Next", "n_pending_tasks": 1}
+        return self.grant
 
     def flush(self) -> None:
         self.flushes += 1
@@ -266,20 +317,47 @@ def test_asking_ahead_raises_a_refused_report_as_the_ordinary_get_work_would():
     scheduler = AskingScheduler(RPCError("add_task(task_id='A'): HTTP 400: bad", status=400))
     asker = AheadAsker(scheduler, short_policy(), scheduler.flush)
     with pytest.raises(RPCError, match="HTTP 400"):
-        asker.before_start(True, dict)
+        asker.before_start("Current", True, dict)
 
 
 def test_asking_ahead_leaves_an_unreachable_scheduler_to_the_ordinary_get_work_and_its_retries():
     scheduler = AskingScheduler(RPCError("no answer", ConnectionRefusedError("refused")))
     asker = AheadAsker(scheduler, short_policy(), scheduler.flush)
-    asker.before_start(True, dict)
+    asker.before_start("Current", True, dict)
+    assert asker.take() is None
+
+
+def test_an_ask_ahead_says_the_task_about_to_run_is_expected_to_finish_done():
+    scheduler = AskingScheduler(True)
+    asker = AheadAsker(scheduler, short_policy(), scheduler.flush)
+    asker.before_start("Current", True, lambda: {"worker": "w", "current_tasks": ["Current"]})
+    assert scheduler.asks == [{"worker": "w", "current_tasks": ["Current"], "assume_done": ["Current"]}]
+
+
+@pytest.mark.parametrize(
+    ("outcome", "runs_it"), [("DONE", True), ("FAILED", False), ("PENDING", False), (None, False)]
+)
+def test_a_grant_assuming_the_current_task_is_taken_only_if_that_task_finished_done(outcome, runs_it):
+    grant = {"task_id": "Next", "assumes_done": ["Current"]}
+    asker = AheadAsker(AskingScheduler(True, grant), short_policy(), lambda: None)
+    asker.before_start("Current", True, dict)
+    if outcome is not None:  # None: no outcome was handled for it
+        asker.finished("Current", outcome == "DONE")
+    assert asker.take() == (grant if runs_it else None)
+
+
+def test_a_grant_assuming_a_task_other_than_the_one_that_ran_is_not_taken():
+    grant = {"task_id": "Next", "assumes_done": ["Other"]}
+    asker = AheadAsker(AskingScheduler(True, grant), short_policy(), lambda: None)
+    asker.before_start("Current", True, dict)
+    asker.finished("Current", True)
     assert asker.take() is None
 
 
 def test_a_task_granted_ahead_that_will_not_ask_ahead_itself_sends_the_held_reports_first():
     scheduler = AskingScheduler(True)
     asker = AheadAsker(scheduler, short_policy(), scheduler.flush)
-    asker.before_start(True, dict)
+    asker.before_start("Current", True, dict)
     assert asker.take() == {"task_id": "Next", "n_pending_tasks": 1}
-    asker.before_start(False, dict)  # the granted task runs in a child process: no ask ahead
+    asker.before_start("Next", False, dict)  # the granted task runs in a child process: no ask ahead
     assert scheduler.flushes == 1

@@ -48,10 +48,10 @@ def encode_call(method: RpcMethod, args: Sequence[Any], kwargs: Mapping[str, Any
     """Check and encode a call; RpcArgumentError (a TypeError) names the method and bad argument."""
     named = _name_arguments(method, args, kwargs)
     try:
-        bound = method.bind(named)
+        bound = method.bind_to_send(named)
     except RpcArgumentError:
         # Values JSON would carry fine (a tuple for a list, say): judge them as the server will see them.
-        bound = method.bind(_json_round_trip(method.name, named))
+        bound = method.bind_to_send(_json_round_trip(method.name, named))
     return EncodedCall(method.name, _dumps(method.name, bound))
 
 

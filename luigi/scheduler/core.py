@@ -15,7 +15,7 @@ from luigi.scheduler.census import Census
 from luigi.scheduler.changes import ChangeSet
 from luigi.scheduler.clock import Clock, system_time
 from luigi.scheduler.config import SchedulerConfig
-from luigi.scheduler.grant import Selection, choose_work
+from luigi.scheduler.grant import Selection, choose_ahead_of, choose_work
 from luigi.scheduler.hooks import FailureBatcher, default_history, default_notifier, record_history
 from luigi.scheduler.intake import ReportIntake, TaskReport, unbatched_params
 from luigi.scheduler.neighbourhood import GraphViews, detail_of
@@ -217,8 +217,14 @@ class Scheduler:
         host: str | None = None,
         assistant: bool = False,
         current_tasks: list[str] | None = None,
+        assume_done: list[str] | None = None,
     ) -> dict[str, Any]:
-        """Grant the worker its next task or batch (f.4), with its ``count_pending`` figures."""
+        """Grant the worker its next task or batch (f.4), with its ``count_pending`` figures.
+
+        With ``assume_done`` (our worker's extension), when nothing is ready a task waiting only for
+        those running tasks of this worker is granted ahead of them; the reply then names them in
+        ``assumes_done``.
+        """
         if self._config.prune_on_get_work:
             self.prune()
         record = self._state.touch_worker(worker, reference={"host": host}, get_work=True)
@@ -240,6 +246,8 @@ class Scheduler:
                 selection = Selection(lost, [lost])  # the grant never reached the worker: send it again
         if selection is None and not self._state.paused:
             selection = choose_work(self._state, worker, assistant)
+            if selection is None and assume_done:
+                selection = choose_ahead_of(self._state, worker, assistant, assume_done)
         reply = self.count_pending(worker)
         if selection is None:
             reply["task_id"] = None
@@ -247,16 +255,25 @@ class Scheduler:
             reply.update(self._start_batch(selection, worker))
         else:
             reply.update(self._start_task(selection.task, worker, host))
+            if selection.assumes_done:
+                reply["assumes_done"] = selection.assumes_done
         return reply
 
     def _unacknowledged_task(self, worker: str, current_tasks: list[str]) -> TaskRecord | None:
-        """The best RUNNING task granted to ``worker`` that the worker does not say it is running."""
+        """The best RUNNING task granted to ``worker`` that the worker does not say it is running.
+
+        One still waiting for a dependency was granted ahead of it, which then did not finish DONE: the
+        worker never started it, so it goes back to PENDING instead.
+        """
         current = set(current_tasks)
-        lost = [
-            t
-            for t in self._state.by_status[RUNNING].values()
-            if t.worker_running == worker and t.id not in current
-        ]
+        lost = []
+        for task in list(self._state.by_status[RUNNING].values()):
+            if task.worker_running != worker or task.id in current:
+                continue
+            if task.unfinished_deps:
+                self._rules.put_back(task)
+            else:
+                lost.append(task)
         return min(lost, key=rank_key) if lost else None
 
     def _start_task(self, task: TaskRecord, worker: str, host: str | None) -> dict[str, Any]:

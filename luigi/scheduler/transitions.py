@@ -70,12 +70,23 @@ class StatusRules:
         task.time_running = self.state.clock()
         self.state.dirty.add(task.id)
 
+    def put_back(self, task: TaskRecord) -> None:
+        """A RUNNING task granted ahead of a dependency that did not finish DONE never started: PENDING."""
+        logger.info("Task %r was granted ahead of a dependency that did not finish: back to PENDING", task.id)
+        task.worker_running = None
+        task.resources_running = None
+        self.set_status(task, PENDING)
+
     def fail_if_runner_lost(self, task: TaskRecord, assistants: set[str]) -> None:
-        """A running task whose worker is neither a stakeholder nor an assistant any more has FAILED."""
+        """A running task whose worker is neither a stakeholder nor an assistant any more has FAILED
+        (one still waiting for a dependency was granted ahead of it and never started: PENDING)."""
         runner = task.worker_running
         if task.status not in ACTIVE_RUN_STATUSES or not runner:
             return
         if runner in task.stakeholders or runner in assistants:
+            return
+        if task.status == RUNNING and task.unfinished_deps:
+            self.put_back(task)
             return
         logger.info(
             "Task %r is marked as running by disconnected worker %r -> marking as FAILED "

@@ -539,7 +539,7 @@ class Worker:
             timeout=timeout or None,
         )
         self._running_tasks[task_id] = process
-        self._ahead.before_start(not fork, self._get_work_kwargs)
+        self._ahead.before_start(task_id, not fork, self._get_work_kwargs)
         if not fork:
             self._messages.open(task_id)
             started = time.monotonic()
@@ -571,6 +571,7 @@ class Worker:
         if task is None or self._running_tasks.pop(outcome.task_id, None) is None:
             return  # not a task we are running (a stale report)
         self._messages.close(outcome.task_id)
+        self._ahead.finished(outcome.task_id, outcome.status == DONE)
         new_dep_ids = self._add_dynamic_dependencies(task, outcome) if outcome.new_deps else []
         if outcome.status == FAILED and not (is_external(task) and self._config.retry_external_tasks):
             self._send_email(

@@ -3,8 +3,12 @@
 A worker with one process runs its tasks in its own process one after the other, and without this it
 idles through a round trip to the scheduler between every two tasks. Asking ahead overlaps that round
 trip with the task. The task granted ahead is RUNNING for this worker (and holds its resources) while it
-waits, so it is asked for only after short tasks, and less often after asks that granted nothing (a
-chain, where the next task needs the current one).
+waits, so it is asked for only after short tasks, and less often after asks that granted nothing.
+
+The ask says that the task about to run is expected to finish DONE, so a task that needs only it (the
+next link of a chain) may be granted too. Such a grant names the task it assumes; it is run only if
+that task did finish DONE, and otherwise left out of the next ``get_work``'s ``current_tasks``, which
+tells the scheduler to put it back to PENDING.
 """
 
 from __future__ import annotations
@@ -69,14 +73,20 @@ class AheadAsker:
         self._flush = flush
         self._asked = False
         self._granted_ahead = False  # the task about to start was granted ahead
+        self._running: str | None = None  # the task run while the ask was out, assumed to finish DONE
+        self._finished_done = False  # whether it did
 
-    def before_start(self, in_process: bool, get_work_kwargs: Callable[[], dict[str, Any]]) -> None:
-        """Ask ahead before a task starts in this process, if worth it; otherwise send held reports, so
-        that the previous task's result does not wait for this one when it was granted ahead."""
+    def before_start(
+        self, task_id: str, in_process: bool, get_work_kwargs: Callable[[], dict[str, Any]]
+    ) -> None:
+        """Ask ahead before ``task_id`` starts in this process, if worth it; otherwise send held reports,
+        so that the previous task's result does not wait for this one when it was granted ahead."""
         granted_ahead, self._granted_ahead = self._granted_ahead, False
         if in_process and self._lookahead.should_ask():
+            self._running, self._finished_done = task_id, False
             try:
-                self._asked = bool(self._scheduler.ask_ahead(**get_work_kwargs()))
+                kwargs = {**get_work_kwargs(), "assume_done": [task_id]}
+                self._asked = bool(self._scheduler.ask_ahead(**kwargs))
             except RPCError as exc:
                 if not is_unreachable(exc):
                     raise  # a refused report: raised here as the ordinary get_work would have
@@ -90,6 +100,11 @@ class AheadAsker:
         """A task ran in this process for ``seconds``."""
         self._lookahead.ran(seconds)
 
+    def finished(self, task_id: str, done: bool) -> None:
+        """A task's outcome was handled: a grant assuming it is run only if it is DONE."""
+        if task_id == self._running:
+            self._finished_done = done
+
     def take(self) -> dict[str, Any] | None:
         """The reply granting a task, if the ask ahead granted one (else ask the ordinary way)."""
         if not self._asked:
@@ -100,5 +115,17 @@ class AheadAsker:
             reply.get("task_id") is not None or reply.get("batch_id") is not None
         )
         self._lookahead.answered(granted)
+        if granted and not self._assumption_held(reply):
+            logger.info(
+                "Not running %s: it was granted on the assumption that %s would finish DONE",
+                reply.get("task_id"),
+                self._running,
+            )
+            granted = False  # the ordinary get_work leaves it out of current_tasks: put back to PENDING
+        self._running = None
         self._granted_ahead = granted
         return reply if granted else None
+
+    def _assumption_held(self, reply: dict[str, Any]) -> bool:
+        assumed = reply.get("assumes_done") or []
+        return all(task_id == self._running and self._finished_done for task_id in assumed)
