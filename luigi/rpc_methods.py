@@ -196,6 +196,7 @@ _METHODS: tuple[RpcMethod, ...] = (
             # Our worker's running tasks it expects to finish DONE: a task waiting only for them may be
             # granted ahead of them (see ``luigi.scheduler.grant.choose_ahead_of``).
             _param("assume_done", "list[str]?", None, extension=True),
+            _param("max_tasks", "int", 1, extension=True),  # our worker's: several single tasks at once
         ),
         mutating=True,
         allow_null=False,

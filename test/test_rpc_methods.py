@@ -90,6 +90,7 @@ def test_validation_fills_in_defaults():
         "assistant": False,
         "current_tasks": None,
         "assume_done": None,
+        "max_tasks": 1,
     }
 
 

@@ -129,3 +129,64 @@ def test_a_task_granted_ahead_to_a_worker_that_left_goes_back_to_pending_rather_
     sch.prune()
     assert status_of(sch, "A") == "FAILED"  # it ran, and its worker went silent
     assert status_of(sch, "B") == "PENDING"  # it never started
+
+
+# -- several tasks in one get_work (max_tasks) ------------------------------------------------------------
+
+
+def more_ids(reply):
+    return [grant["task_id"] for grant in reply["more_tasks"]]
+
+
+def test_a_worker_asking_for_several_tasks_gets_that_many_ready_ones_in_rank_order():
+    sch, _ = make_scheduler()
+    for task_id in ["A", "B", "C", "D", "E"]:
+        sch.add_task(worker=WORKER, task_id=task_id)
+    reply = sch.get_work(worker=WORKER, max_tasks=3)
+    assert (reply["task_id"], more_ids(reply)) == ("A", ["B", "C"])
+    assert [status_of(sch, t) for t in "ABCDE"] == ["RUNNING"] * 3 + ["PENDING"] * 2
+    assert "more_tasks" not in sch.get_work(worker=WORKER)  # a plain get_work: Luigi's reply
+
+
+def test_several_links_of_a_chain_are_granted_each_ahead_of_the_one_before():
+    sch, _ = make_scheduler()
+    chain(sch, "A", "B", "C", "D", "E")
+    assert granted(sch) == "A"
+    reply = sch.get_work(worker=WORKER, current_tasks=["A"], assume_done=["A"], max_tasks=3)
+    assert (reply["task_id"], reply["assumes_done"]) == ("B", ["A"])
+    assert reply["more_tasks"] == [
+        {"task_id": "C", "task_family": "", "task_module": None, "task_params": {}, "assumes_done": ["B"]},
+        {"task_id": "D", "task_family": "", "task_module": None, "task_params": {}, "assumes_done": ["C"]},
+    ]
+
+
+def test_when_a_link_fails_every_link_granted_ahead_of_it_goes_back_to_pending():
+    sch, _ = make_scheduler()
+    chain(sch, "A", "B", "C", "D")
+    assert granted(sch) == "A"
+    sch.get_work(worker=WORKER, current_tasks=["A"], assume_done=["A"], max_tasks=3)
+    sch.add_task(worker=WORKER, task_id="A", status="DONE")
+    sch.add_task(worker=WORKER, task_id="B", status="FAILED")
+    assert granted(sch, current_tasks=[]) is None
+    assert [status_of(sch, t) for t in "ABCD"] == ["DONE", "FAILED", "PENDING", "PENDING"]
+
+
+def test_the_tasks_one_get_work_grants_are_capped():
+    from luigi.scheduler.core import MAX_TASKS_PER_GET_WORK
+
+    sch, _ = make_scheduler()
+    for n in range(MAX_TASKS_PER_GET_WORK + 5):
+        sch.add_task(worker=WORKER, task_id=f"T{n:03}")
+    reply = sch.get_work(worker=WORKER, max_tasks=1000)
+    assert len(more_ids(reply)) == MAX_TASKS_PER_GET_WORK - 1
+
+
+def test_further_grants_stop_before_a_batch():
+    sch, _ = make_scheduler()
+    sch.add_task_batcher(worker=WORKER, task_family="Part", batched_args=["n"])
+    sch.add_task(worker=WORKER, task_id="A", priority=10)
+    for n in (1, 2):
+        sch.add_task(worker=WORKER, task_id=f"Part_{n}", family="Part", params={"n": str(n)}, batchable=True)
+    reply = sch.get_work(worker=WORKER, max_tasks=4)
+    assert (reply["task_id"], reply["more_tasks"]) == ("A", [])
+    assert status_of(sch, "Part_1") == status_of(sch, "Part_2") == "PENDING"  # batched by a get_work

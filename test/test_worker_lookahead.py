@@ -15,7 +15,7 @@ from luigi.rpc import RemoteScheduler, RPCError
 from luigi.scheduler import Scheduler
 from luigi.task_status import RUNNING
 from luigi.worker import lookahead as lookahead_module
-from luigi.worker.lookahead import MAX_SKIP, SHORT_TASK, AheadAsker, Lookahead
+from luigi.worker.lookahead import AHEAD_TASKS, MAX_SKIP, SHORT_TASK, AheadAsker, Lookahead
 
 RUNS: collections.Counter[str] = collections.Counter()
 # What the scheduler said about the task before each Step when that Step ran (see the long-task test).
@@ -23,11 +23,13 @@ STATUS_BEFORE: dict[int, str] = {}
 
 
 class WatchedScheduler(Scheduler):
-    """Records, for each get_work, the tasks its worker was running and what it was granted."""
+    """Records, for each get_work, the tasks its worker was running and what it was granted (the first
+    grant's id; ``grants`` has every id)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.asks: list[tuple[list[str], str | None]] = []
+        self.grants: list[list[str]] = []
         self.reports: collections.Counter[str] = collections.Counter()
 
     def add_task(self, *args: Any, **kwargs: Any) -> None:
@@ -38,11 +40,17 @@ class WatchedScheduler(Scheduler):
         running = [t.id for t in self._state.by_status[RUNNING].values() if t.worker_running == worker]
         reply = super().get_work(worker, *args, **kwargs)
         self.asks.append((running, reply["task_id"]))
+        more = [grant["task_id"] for grant in reply.get("more_tasks", [])]
+        self.grants.append([reply["task_id"], *more] if reply["task_id"] else [])
         return reply
 
     def asked_ahead(self) -> list[tuple[list[str], str | None]]:
         """The get_work calls made while a task of the same worker was running."""
         return [ask for ask in self.asks if ask[0]]
+
+    def granted_ahead(self) -> list[tuple[list[str], list[str]]]:
+        """Those calls' running tasks, with every task each granted."""
+        return [(ask[0], grants) for ask, grants in zip(self.asks, self.grants, strict=True) if ask[0]]
 
 
 class Step(luigi.Task):
@@ -121,9 +129,10 @@ def test_a_serial_worker_asks_for_each_next_task_while_the_current_one_runs(watc
     assert build([Steps(root=str(tmp_path), count=20)], scheduler_url=url, no_lock=True) is True
 
     assert len(RUNS) == 20 and set(RUNS.values()) == {1}
-    ahead = scheduler.asked_ahead()
-    assert len(ahead) >= 15  # all but the first few (before the server is known to be ours)
-    assert all(len(running) == 1 and granted is not None for running, granted in ahead[:-1])
+    ahead = [grants for _, grants in scheduler.granted_ahead()]
+    assert all(len(grants) == AHEAD_TASKS for grants in ahead[:-2])  # each ask brings several
+    assert len(ahead) >= 3
+    assert len(scheduler.asks) <= 20 // AHEAD_TASKS + 4  # a request per few tasks, not per task
 
 
 def test_lookahead_is_off_when_the_worker_section_says_so(watched, tmp_path):
@@ -143,9 +152,10 @@ def test_after_a_long_task_the_next_is_not_asked_ahead_and_the_long_ones_result_
 
     step = {n: Step(root=str(tmp_path), n=n).task_id for n in range(8)}
     running_when_asked = [running[0] for running, _ in scheduler.asked_ahead()]
-    assert step[4] in running_when_asked  # step 5 was granted while the long step 4 ran...
+    granted_ahead = {task_id for grants in scheduler.grants for task_id in grants[1:]}
+    assert step[5] in granted_ahead  # step 5 was granted before the long step 4 ran...
     assert step[5] not in running_when_asked  # ...but nothing was asked ahead while step 5 ran
-    assert step[6] in running_when_asked  # and after a short step it asks ahead again
+    assert {step[6], step[7]} & set(running_when_asked)  # and after a short step it asks ahead again
     assert STATUS_BEFORE[5] == "DONE"  # step 5, granted ahead, did not hold back step 4's result
 
 
@@ -155,12 +165,12 @@ def test_a_chains_next_link_is_granted_ahead_of_the_link_it_needs_while_that_one
 
     assert len(RUNS) == 20 and set(RUNS.values()) == {1}
     link = {n: Link(root=str(tmp_path), n=n).task_id for n in range(20)}
-    ahead = scheduler.asked_ahead()
-    assert len(ahead) >= 15  # all but the first few links (before the server is known to be ours)
-    for running, granted in ahead[:-1]:
+    ahead = scheduler.granted_ahead()
+    assert len(ahead) >= 3
+    for running, grants in ahead:
         n = next(n for n, task_id in link.items() if task_id == running[0])
-        assert granted == link[n + 1]  # the next link, though the one it needs was still RUNNING
-    assert ahead[-1] == ([link[19]], None)  # nothing follows the last link
+        # the next links, though each needs the one before it, still RUNNING or not even started
+        assert grants == [link[i] for i in range(n + 1, min(n + 1 + AHEAD_TASKS, 20))]
 
 
 class Breaks(luigi.Task):
@@ -198,7 +208,7 @@ def test_a_task_granted_ahead_of_a_link_that_fails_is_not_run_and_goes_back_to_p
     assert build([after], scheduler_url=url, no_lock=True) is False
 
     breaks = Breaks(root=str(tmp_path)).task_id
-    assert ([breaks], after.task_id) in scheduler.asked_ahead()  # granted ahead of the failing link
+    assert any(grants[-2:] == [breaks, after.task_id] for grants in scheduler.grants)  # granted ahead
     assert RUNS[breaks] == 1 and RUNS[after.task_id] == 0
     assert scheduler._state.tasks[breaks].status == "FAILED"
     put_back = scheduler._state.tasks[after.task_id]
@@ -331,7 +341,9 @@ def test_an_ask_ahead_says_the_task_about_to_run_is_expected_to_finish_done():
     scheduler = AskingScheduler(True)
     asker = AheadAsker(scheduler, short_policy(), scheduler.flush)
     asker.before_start("Current", True, lambda: {"worker": "w", "current_tasks": ["Current"]})
-    assert scheduler.asks == [{"worker": "w", "current_tasks": ["Current"], "assume_done": ["Current"]}]
+    assert scheduler.asks == [
+        {"worker": "w", "current_tasks": ["Current"], "assume_done": ["Current"], "max_tasks": AHEAD_TASKS}
+    ]
 
 
 @pytest.mark.parametrize(
@@ -361,3 +373,58 @@ def test_a_task_granted_ahead_that_will_not_ask_ahead_itself_sends_the_held_repo
     assert asker.take() == {"task_id": "Next", "n_pending_tasks": 1}
     asker.before_start("Next", False, dict)  # the granted task runs in a child process: no ask ahead
     assert scheduler.flushes == 1
+
+
+def test_the_tasks_one_ask_granted_are_taken_in_order_and_the_next_ask_goes_out_before_the_last():
+    grant = {
+        "task_id": "B",
+        "assumes_done": ["A"],
+        "n_pending_tasks": 7,
+        "more_tasks": [{"task_id": "C", "assumes_done": ["B"]}, {"task_id": "D"}],
+    }
+    scheduler = AskingScheduler(True, grant)
+    asker = AheadAsker(scheduler, short_policy(), scheduler.flush)
+    asker.before_start("A", True, dict)
+    asker.finished("A", True)
+    assert asker.take() == grant
+    assert asker.queued() == ["C", "D"]  # the worker's current tasks, with those it runs
+    asker.before_start("B", True, dict)  # more are queued: nothing is asked, the reports stay held
+    asker.finished("B", True)
+    assert asker.take() == {"task_id": "C", "assumes_done": ["B"], "n_pending_tasks": 7}
+    asker.before_start("C", True, dict)
+    asker.finished("C", True)
+    assert asker.take() == {"task_id": "D", "n_pending_tasks": 7}
+    assert (len(scheduler.asks), scheduler.flushes) == (1, 0)
+    asker.before_start("D", True, dict)  # the last one: it asks, with the reports held so far
+    assert len(scheduler.asks) == 2
+
+
+def test_a_grant_assuming_a_task_that_failed_is_dropped_with_the_grants_assuming_it_in_turn():
+    grant = {
+        "task_id": "B",
+        "more_tasks": [
+            {"task_id": "C", "assumes_done": ["B"]},
+            {"task_id": "D", "assumes_done": ["C"]},
+            {"task_id": "E"},
+        ],
+    }
+    asker = AheadAsker(AskingScheduler(True, grant), short_policy(), lambda: None)
+    asker.before_start("A", True, dict)
+    asker.finished("A", True)
+    assert asker.take()["task_id"] == "B"
+    asker.before_start("B", True, dict)
+    asker.finished("B", False)
+    assert asker.take()["task_id"] == "E"  # C and D are not run: the scheduler puts them back
+
+
+def test_after_a_long_task_the_reports_held_for_the_queued_tasks_are_sent_before_the_next_starts():
+    grant = {"task_id": "B", "more_tasks": [{"task_id": "C"}, {"task_id": "D"}]}
+    scheduler = AskingScheduler(True, grant)
+    policy = short_policy()
+    asker = AheadAsker(scheduler, policy, scheduler.flush)
+    asker.before_start("A", True, dict)
+    asker.take()
+    policy.ran(SHORT_TASK * 2)  # B ran long
+    asker.take()
+    asker.before_start("C", True, dict)
+    assert (len(scheduler.asks), scheduler.flushes) == (1, 1)

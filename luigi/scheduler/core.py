@@ -15,7 +15,7 @@ from luigi.scheduler.census import Census
 from luigi.scheduler.changes import ChangeSet
 from luigi.scheduler.clock import Clock, system_time
 from luigi.scheduler.config import SchedulerConfig
-from luigi.scheduler.grant import Selection, choose_ahead_of, choose_work
+from luigi.scheduler.grant import Selection, choose_next
 from luigi.scheduler.hooks import FailureBatcher, default_history, default_notifier, record_history
 from luigi.scheduler.intake import ReportIntake, TaskReport, unbatched_params
 from luigi.scheduler.neighbourhood import GraphViews, detail_of
@@ -36,6 +36,8 @@ from luigi.task_status import (
 )
 
 logger = logging.getLogger("luigi.scheduler")
+# The most tasks one get_work grants a worker that asks for several (``max_tasks``).
+MAX_TASKS_PER_GET_WORK = 16
 
 
 class Scheduler:
@@ -218,12 +220,15 @@ class Scheduler:
         assistant: bool = False,
         current_tasks: list[str] | None = None,
         assume_done: list[str] | None = None,
+        max_tasks: int = 1,
     ) -> dict[str, Any]:
         """Grant the worker its next task or batch (f.4), with its ``count_pending`` figures.
 
-        With ``assume_done`` (our worker's extension), when nothing is ready a task waiting only for
-        those running tasks of this worker is granted ahead of them; the reply then names them in
-        ``assumes_done``.
+        Two extensions for our serial worker, which asks while it runs a short task: with ``assume_done``,
+        when nothing is ready, a task waiting only for those running tasks of this worker is granted ahead
+        of them (the grant then names them in ``assumes_done``); with ``max_tasks`` > 1, up to that many
+        single tasks are granted, the others in ``more_tasks`` (each may be granted ahead of the ones
+        before it).
         """
         if self._config.prune_on_get_work:
             self.prune()
@@ -244,20 +249,40 @@ class Scheduler:
             reset_orphaned_batch_members(self._state, self._rules, worker)
             if lost is not None:
                 selection = Selection(lost, [lost])  # the grant never reached the worker: send it again
+        assumed = set(assume_done or ())
         if selection is None and not self._state.paused:
-            selection = choose_work(self._state, worker, assistant)
-            if selection is None and assume_done:
-                selection = choose_ahead_of(self._state, worker, assistant, assume_done)
+            selection = choose_next(self._state, worker, assistant, assumed)
         reply = self.count_pending(worker)
         if selection is None:
             reply["task_id"] = None
         elif len(selection.members) > 1:
             reply.update(self._start_batch(selection, worker))
         else:
-            reply.update(self._start_task(selection.task, worker, host))
-            if selection.assumes_done:
-                reply["assumes_done"] = selection.assumes_done
+            reply.update(self._grant_one(selection, worker, host))
+            if max_tasks > 1 and not self._state.paused:
+                assumed.add(selection.task.id)
+                count = min(max_tasks, MAX_TASKS_PER_GET_WORK) - 1
+                reply["more_tasks"] = self._grant_more(worker, host, assistant, assumed, count)
         return reply
+
+    def _grant_one(self, selection: Selection, worker: str, host: str | None) -> dict[str, Any]:
+        granted = self._start_task(selection.task, worker, host)
+        if selection.assumes_done:
+            granted["assumes_done"] = selection.assumes_done
+        return granted
+
+    def _grant_more(
+        self, worker: str, host: str | None, assistant: bool, assumed: set[str], count: int
+    ) -> list[dict[str, Any]]:
+        """Up to ``count`` more single tasks, each possibly granted ahead of those granted before it."""
+        more: list[dict[str, Any]] = []
+        while len(more) < count:
+            selection = choose_next(self._state, worker, assistant, assumed)
+            if selection is None or len(selection.members) > 1:
+                break  # a batch is left for a get_work of its own
+            more.append(self._grant_one(selection, worker, host))
+            assumed.add(selection.task.id)
+        return more
 
     def _unacknowledged_task(self, worker: str, current_tasks: list[str]) -> TaskRecord | None:
         """The best RUNNING task granted to ``worker`` that the worker does not say it is running.

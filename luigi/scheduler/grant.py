@@ -48,6 +48,16 @@ def choose_work(state: SchedulerState, worker_id: str, assistant: bool) -> Selec
     return _with_batch(state, best, worker_id, assistant)
 
 
+def choose_next(
+    state: SchedulerState, worker_id: str, assistant: bool, assumed: set[str]
+) -> Selection | None:
+    """``choose_work``, else (with ``assumed``) ``choose_ahead_of`` them."""
+    selection = choose_work(state, worker_id, assistant)
+    if selection is None and assumed:
+        selection = choose_ahead_of(state, worker_id, assistant, assumed)
+    return selection
+
+
 def choose_ahead_of(
     state: SchedulerState, worker_id: str, assistant: bool, assume_done: Iterable[str]
 ) -> Selection | None:

@@ -453,7 +453,7 @@ class Worker:
             "worker": self._id,
             "host": self.host,
             "assistant": self._assistant,
-            "current_tasks": list(self._running_tasks),
+            "current_tasks": [*self._running_tasks, *self._ahead.queued()],
         }
 
     def _load_foreign_task(self, grant: WorkGrant) -> None:

@@ -5,15 +5,17 @@ idles through a round trip to the scheduler between every two tasks. Asking ahea
 trip with the task. The task granted ahead is RUNNING for this worker (and holds its resources) while it
 waits, so it is asked for only after short tasks, and less often after asks that granted nothing.
 
-The ask says that the task about to run is expected to finish DONE, so a task that needs only it (the
-next link of a chain) may be granted too. Such a grant names the task it assumes; it is run only if
-that task did finish DONE, and otherwise left out of the next ``get_work``'s ``current_tasks``, which
+One ask may grant several tasks, so that a run of short tasks costs one request per few tasks. It says
+that the task about to run is expected to finish DONE, so a task that needs only it (the next link of a
+chain) may be granted too, and so on down the grants. Such a grant names the tasks it assumes; it is run
+only if they did finish DONE, and otherwise left out of the next ``get_work``'s ``current_tasks``, which
 tells the scheduler to put it back to PENDING.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +28,9 @@ logger = logging.getLogger("luigi-interface")
 # ahead then waits at most about as long as the tasks before it took, and the round trip saved (well
 # under a millisecond) is worth nothing beside longer tasks.
 SHORT_TASK = 0.02
+# Tasks one ask may grant: the requests per task drop by as much, while a short task's grant waits at most
+# this many short tasks (each held RUNNING for this worker meanwhile).
+AHEAD_TASKS = 4
 MAX_SKIP = 64  # after a run of asks that granted nothing, ask again at least every this many tasks
 
 
@@ -51,6 +56,11 @@ class Lookahead:
         """A task ran in this process for ``seconds``."""
         self._last_run_short = seconds < SHORT_TASK
 
+    @property
+    def last_run_short(self) -> bool:
+        """Whether asking ahead is on and the last task ran short."""
+        return self.enabled and self._last_run_short
+
     def answered(self, granted: bool) -> None:
         """An ask ahead granted a task, or nothing (then skip the next 1, 2, 4, ... tasks)."""
         if granted:
@@ -61,10 +71,11 @@ class Lookahead:
 
 
 class AheadAsker:
-    """The worker's side of asking ahead: sends the ask, takes its grant, and keeps reports moving.
+    """The worker's side of asking ahead: sends the ask, queues what it granted, and keeps reports moving.
 
     ``scheduler`` must have ``ask_ahead``/``take_ahead`` (our RemoteScheduler) for anything to happen;
-    ``flush`` sends held reports through the worker's retrier.
+    ``flush`` sends held reports through the worker's retrier. One ask grants up to ``AHEAD_TASKS``
+    tasks; the next ask goes out when the last of them starts, with the reports of those before it.
     """
 
     def __init__(self, scheduler: Any, lookahead: Lookahead, flush: Callable[[], None]) -> None:
@@ -72,9 +83,9 @@ class AheadAsker:
         self._lookahead = lookahead
         self._flush = flush
         self._asked = False
+        self._queue: deque[dict[str, Any]] = deque()  # granted, not yet started, in grant order
+        self._done: set[str] = set()  # tasks finished DONE since the ask: what queued grants may assume
         self._granted_ahead = False  # the task about to start was granted ahead
-        self._running: str | None = None  # the task run while the ask was out, assumed to finish DONE
-        self._finished_done = False  # whether it did
 
     def before_start(
         self, task_id: str, in_process: bool, get_work_kwargs: Callable[[], dict[str, Any]]
@@ -82,10 +93,12 @@ class AheadAsker:
         """Ask ahead before ``task_id`` starts in this process, if worth it; otherwise send held reports,
         so that the previous task's result does not wait for this one when it was granted ahead."""
         granted_ahead, self._granted_ahead = self._granted_ahead, False
+        if in_process and self._queue and self._lookahead.last_run_short:
+            return  # more granted tasks follow: the reports go with the ask before the last of them
         if in_process and self._lookahead.should_ask():
-            self._running, self._finished_done = task_id, False
+            self._done = set()
             try:
-                kwargs = {**get_work_kwargs(), "assume_done": [task_id]}
+                kwargs = {**get_work_kwargs(), "assume_done": [task_id], "max_tasks": AHEAD_TASKS}
                 self._asked = bool(self._scheduler.ask_ahead(**kwargs))
             except RPCError as exc:
                 if not is_unreachable(exc):
@@ -101,31 +114,56 @@ class AheadAsker:
         self._lookahead.ran(seconds)
 
     def finished(self, task_id: str, done: bool) -> None:
-        """A task's outcome was handled: a grant assuming it is run only if it is DONE."""
-        if task_id == self._running:
-            self._finished_done = done
+        """A task's outcome was handled: grants assuming it are run only if it is DONE."""
+        if done and (self._asked or self._queue):
+            self._done.add(task_id)
+
+    def queued(self) -> list[str]:
+        """The tasks granted to this worker that it has not started yet (they are its current tasks)."""
+        return [grant["task_id"] for grant in self._queue]
 
     def take(self) -> dict[str, Any] | None:
-        """The reply granting a task, if the ask ahead granted one (else ask the ordinary way)."""
-        if not self._asked:
-            return None
-        self._asked = False
-        reply = self._scheduler.take_ahead()
+        """The next grant the ask ahead brought, if any (else ask the ordinary way).
+
+        A grant assuming a task that did not finish DONE is dropped, and so, in turn, are those assuming
+        it: the ordinary get_work leaves them out of current_tasks, and the scheduler puts them back.
+        """
+        if self._asked:
+            self._asked = False
+            self._receive(self._scheduler.take_ahead())
+        while self._queue:
+            grant = self._queue.popleft()
+            assumed = grant.get("assumes_done") or []
+            if all(task_id in self._done for task_id in assumed):
+                self._granted_ahead = True
+                return grant
+            logger.info(
+                "Not running %s: it was granted on the assumption that %s would finish DONE",
+                grant.get("task_id"),
+                ", ".join(map(str, assumed)),
+            )
+        return None
+
+    def _receive(self, reply: Any) -> None:
         granted = isinstance(reply, dict) and (
             reply.get("task_id") is not None or reply.get("batch_id") is not None
         )
         self._lookahead.answered(granted)
-        if granted and not self._assumption_held(reply):
-            logger.info(
-                "Not running %s: it was granted on the assumption that %s would finish DONE",
-                reply.get("task_id"),
-                self._running,
-            )
-            granted = False  # the ordinary get_work leaves it out of current_tasks: put back to PENDING
-        self._running = None
-        self._granted_ahead = granted
-        return reply if granted else None
+        if not granted:
+            return
+        self._queue.append(reply)
+        counts = {key: reply[key] for key in _COUNT_KEYS if key in reply}
+        for more in reply.get("more_tasks") or []:
+            # One we cannot read is not among our current tasks: the scheduler sends it again.
+            if isinstance(more, dict) and isinstance(more.get("task_id"), str):
+                self._queue.append({**counts, **more})
 
-    def _assumption_held(self, reply: dict[str, Any]) -> bool:
-        assumed = reply.get("assumes_done") or []
-        return all(task_id == self._running and self._finished_done for task_id in assumed)
+
+# A get_work reply's figures, which each further grant of the same reply shares.
+_COUNT_KEYS = (
+    "n_pending_tasks",
+    "n_unique_pending",
+    "n_pending_last_scheduled",
+    "worker_state",
+    "running_tasks",
+)
