@@ -168,7 +168,7 @@ def test_a_chains_next_link_is_granted_ahead_of_the_link_it_needs_while_that_one
     ahead = scheduler.granted_ahead()
     assert len(ahead) >= 3
     for running, grants in ahead:
-        n = next(n for n, task_id in link.items() if task_id == running[0])
+        n = max(n for n, task_id in link.items() if task_id in running)  # (one may wait behind another)
         # the next links, though each needs the one before it, still RUNNING or not even started
         assert grants == [link[i] for i in range(n + 1, min(n + 1 + AHEAD_TASKS, 20))]
 
@@ -302,6 +302,7 @@ class AskingScheduler:
         self.outcome = outcome
         self.grant = grant or {"task_id": "Next", "n_pending_tasks": 1}
         self.asks: list[dict[str, Any]] = []
+        self.takes = 0
         self.flushes = 0
 
     def ask_ahead(self, **kwargs: Any) -> bool:
@@ -311,6 +312,7 @@ class AskingScheduler:
         return bool(self.outcome)
 
     def take_ahead(self) -> dict[str, Any]:
+        self.takes += 1
         return self.grant
 
     def flush(self) -> None:
@@ -375,7 +377,7 @@ def test_a_task_granted_ahead_that_will_not_ask_ahead_itself_sends_the_held_repo
     assert scheduler.flushes == 1
 
 
-def test_the_tasks_one_ask_granted_are_taken_in_order_and_the_next_ask_goes_out_before_the_last():
+def test_the_tasks_one_ask_granted_run_in_order_and_the_next_ask_goes_out_while_one_still_waits():
     grant = {
         "task_id": "B",
         "assumes_done": ["A"],
@@ -388,15 +390,35 @@ def test_the_tasks_one_ask_granted_are_taken_in_order_and_the_next_ask_goes_out_
     asker.finished("A", True)
     assert asker.take() == grant
     assert asker.queued() == ["C", "D"]  # the worker's current tasks, with those it runs
-    asker.before_start("B", True, dict)  # more are queued: nothing is asked, the reports stay held
+    asker.before_start("B", True, dict)  # two more wait: nothing is asked, the reports stay held
     asker.finished("B", True)
     assert asker.take() == {"task_id": "C", "assumes_done": ["B"], "n_pending_tasks": 7}
-    asker.before_start("C", True, dict)
+    scheduler.grant = {"task_id": "E", "assumes_done": ["D"]}
+
+    asker.before_start("C", True, lambda: {"current_tasks": ["C", *asker.queued()]})  # D waits: ask now
+    assert scheduler.asks[-1] == {"current_tasks": ["C", "D"], "assume_done": ["C", "D"], "max_tasks": 4}
     asker.finished("C", True)
-    assert asker.take() == {"task_id": "D", "n_pending_tasks": 7}
-    assert (len(scheduler.asks), scheduler.flushes) == (1, 0)
-    asker.before_start("D", True, dict)  # the last one: it asks, with the reports held so far
-    assert len(scheduler.asks) == 2
+    assert asker.take() == {"task_id": "D", "n_pending_tasks": 7}  # before the answer is read
+    asker.before_start("D", True, dict)  # the ask is out: nothing more is sent
+    assert (len(scheduler.asks), scheduler.takes, scheduler.flushes) == (2, 1, 0)
+    asker.finished("D", True)
+    assert asker.take() == {"task_id": "E", "assumes_done": ["D"]}  # the answer, read now
+    assert scheduler.takes == 2
+
+
+def test_a_waiting_grant_still_runs_when_the_task_it_assumes_finished_before_the_next_ask():
+    grant = {"task_id": "B", "more_tasks": [{"task_id": "C"}, {"task_id": "D", "assumes_done": ["B"]}]}
+    scheduler = AskingScheduler(True, grant)
+    asker = AheadAsker(scheduler, short_policy(), scheduler.flush)
+    asker.before_start("A", True, dict)
+    asker.finished("A", True)
+    assert asker.take()["task_id"] == "B"
+    asker.before_start("B", True, dict)
+    asker.finished("B", True)
+    assert asker.take()["task_id"] == "C"
+    asker.before_start("C", True, dict)  # the next ask: B finished before it
+    asker.finished("C", True)
+    assert asker.take() == {"task_id": "D", "assumes_done": ["B"]}
 
 
 def test_a_grant_assuming_a_task_that_failed_is_dropped_with_the_grants_assuming_it_in_turn():

@@ -31,6 +31,9 @@ SHORT_TASK = 0.02
 # Tasks one ask may grant: the requests per task drop by as much, while a short task's grant waits at most
 # this many short tasks (each held RUNNING for this worker meanwhile).
 AHEAD_TASKS = 4
+# The next ask goes out when a task starts with at most this many other granted tasks waiting behind it,
+# so that luigid's answer is ready once they have run.
+ASK_WHILE_QUEUED = 1
 MAX_SKIP = 64  # after a run of asks that granted nothing, ask again at least every this many tasks
 
 
@@ -75,7 +78,8 @@ class AheadAsker:
 
     ``scheduler`` must have ``ask_ahead``/``take_ahead`` (our RemoteScheduler) for anything to happen;
     ``flush`` sends held reports through the worker's retrier. One ask grants up to ``AHEAD_TASKS``
-    tasks; the next ask goes out when the last of them starts, with the reports of those before it.
+    tasks; the next ask goes out when the last but ``ASK_WHILE_QUEUED`` of them starts, with the reports
+    held so far.
     """
 
     def __init__(self, scheduler: Any, lookahead: Lookahead, flush: Callable[[], None]) -> None:
@@ -84,7 +88,7 @@ class AheadAsker:
         self._flush = flush
         self._asked = False
         self._queue: deque[dict[str, Any]] = deque()  # granted, not yet started, in grant order
-        self._done: set[str] = set()  # tasks finished DONE since the ask: what queued grants may assume
+        self._done: set[str] = set()  # tasks finished DONE that granted tasks may assume
         self._granted_ahead = False  # the task about to start was granted ahead
 
     def before_start(
@@ -93,21 +97,27 @@ class AheadAsker:
         """Ask ahead before ``task_id`` starts in this process, if worth it; otherwise send held reports,
         so that the previous task's result does not wait for this one when it was granted ahead."""
         granted_ahead, self._granted_ahead = self._granted_ahead, False
-        if in_process and self._queue and self._lookahead.last_run_short:
-            return  # more granted tasks follow: the reports go with the ask before the last of them
-        if in_process and self._lookahead.should_ask():
-            self._done = set()
-            try:
-                kwargs = {**get_work_kwargs(), "assume_done": [task_id], "max_tasks": AHEAD_TASKS}
-                self._asked = bool(self._scheduler.ask_ahead(**kwargs))
-            except RPCError as exc:
-                if not is_unreachable(exc):
-                    raise  # a refused report: raised here as the ordinary get_work would have
-                logger.debug("Asking ahead found the scheduler unreachable (the retrier waits): %s", exc)
+        short = in_process and self._lookahead.last_run_short
+        if short and (self._asked or len(self._queue) > ASK_WHILE_QUEUED):
+            return  # an ask is out, or goes before a later granted task: the reports wait for it
+        if in_process and not self._asked and self._lookahead.should_ask():
+            self._ask(task_id, get_work_kwargs())
             if self._asked:
                 return
         if granted_ahead:
             self._flush()
+
+    def _ask(self, task_id: str, get_work_kwargs: dict[str, Any]) -> None:
+        """Ask for up to AHEAD_TASKS more, assuming this task and those already granted finish DONE."""
+        waiting = self.queued()
+        self._done &= {assumed for grant in self._queue for assumed in grant.get("assumes_done") or []}
+        try:
+            kwargs = {**get_work_kwargs, "assume_done": [task_id, *waiting], "max_tasks": AHEAD_TASKS}
+            self._asked = bool(self._scheduler.ask_ahead(**kwargs))
+        except RPCError as exc:
+            if not is_unreachable(exc):
+                raise  # a refused report: raised here as the ordinary get_work would have
+            logger.debug("Asking ahead found the scheduler unreachable (the retrier waits): %s", exc)
 
     def ran(self, seconds: float) -> None:
         """A task ran in this process for ``seconds``."""
@@ -123,26 +133,28 @@ class AheadAsker:
         return [grant["task_id"] for grant in self._queue]
 
     def take(self) -> dict[str, Any] | None:
-        """The next grant the ask ahead brought, if any (else ask the ordinary way).
+        """The next grant the asks ahead brought, if any (else ask the ordinary way); the answer to an
+        ask is read once the grants before it are taken.
 
         A grant assuming a task that did not finish DONE is dropped, and so, in turn, are those assuming
         it: the ordinary get_work leaves them out of current_tasks, and the scheduler puts them back.
         """
-        if self._asked:
+        while True:
+            while self._queue:
+                grant = self._queue.popleft()
+                assumed = grant.get("assumes_done") or []
+                if all(task_id in self._done for task_id in assumed):
+                    self._granted_ahead = True
+                    return grant
+                logger.info(
+                    "Not running %s: it was granted on the assumption that %s would finish DONE",
+                    grant.get("task_id"),
+                    ", ".join(map(str, assumed)),
+                )
+            if not self._asked:
+                return None
             self._asked = False
             self._receive(self._scheduler.take_ahead())
-        while self._queue:
-            grant = self._queue.popleft()
-            assumed = grant.get("assumes_done") or []
-            if all(task_id in self._done for task_id in assumed):
-                self._granted_ahead = True
-                return grant
-            logger.info(
-                "Not running %s: it was granted on the assumption that %s would finish DONE",
-                grant.get("task_id"),
-                ", ".join(map(str, assumed)),
-            )
-        return None
 
     def _receive(self, reply: Any) -> None:
         granted = isinstance(reply, dict) and (
