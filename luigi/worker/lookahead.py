@@ -30,10 +30,10 @@ logger = logging.getLogger("luigi-interface")
 SHORT_TASK = 0.02
 # Tasks one ask may grant: the requests per task drop by as much, while a short task's grant waits at most
 # this many short tasks (each held RUNNING for this worker meanwhile).
-AHEAD_TASKS = 4
+AHEAD_TASKS = 8
 # The next ask goes out when a task starts with at most this many other granted tasks waiting behind it,
 # so that luigid's answer is ready once they have run.
-ASK_WHILE_QUEUED = 1
+ASK_WHILE_QUEUED = 3
 MAX_SKIP = 64  # after a run of asks that granted nothing, ask again at least every this many tasks
 
 
