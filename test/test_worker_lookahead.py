@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import collections
+import os
+import signal
 import time
 from typing import Any
 
@@ -133,6 +135,47 @@ def test_a_serial_worker_asks_for_each_next_task_while_the_current_one_runs(watc
     assert sum(len(grants) == AHEAD_TASKS for grants in ahead) >= 3  # an ask brings several
     per_ask = AHEAD_TASKS - lookahead_module.ASK_WHILE_QUEUED  # the next ask goes out before they all ran
     assert len(scheduler.asks) <= 40 // per_ask + 4  # a request per few tasks, not per task
+
+
+class Stops(luigi.Task):
+    """Step ``n`` of a run whose step ``at`` asks its worker to stop taking work (SIGUSR1)."""
+
+    root = luigi.Parameter()
+    n = luigi.IntParameter()
+    at = luigi.IntParameter()
+
+    def output(self) -> luigi.LocalTarget:
+        return luigi.LocalTarget(f"{self.root}/stops-{self.n}")
+
+    def run(self) -> None:
+        RUNS[self.task_id] += 1
+        if self.n == self.at:
+            os.kill(os.getpid(), signal.SIGUSR1)
+        with self.output().open("w") as out:
+            out.write("x")
+
+
+class AllStops(luigi.WrapperTask):
+    root = luigi.Parameter()
+    count = luigi.IntParameter()
+    at = luigi.IntParameter()
+
+    def requires(self) -> list[Stops]:
+        steps = [Stops(root=self.root, n=n, at=self.at) for n in range(self.count)]
+        for step in steps:
+            step.priority = self.count - step.n
+        return steps
+
+
+def test_a_worker_told_to_stop_runs_what_it_was_granted_but_asks_ahead_no_more(watched, tmp_path):
+    scheduler, url = watched
+    build([AllStops(root=str(tmp_path), count=60, at=10)], scheduler_url=url, no_lock=True)
+
+    assert set(RUNS.values()) == {1}
+    granted_at_most = AHEAD_TASKS + lookahead_module.ASK_WHILE_QUEUED  # queued, and again in an answer
+    assert 11 <= len(RUNS) <= 11 + 2 * granted_at_most  # the stop, then only what was already granted
+    running = [t for t in scheduler._state.tasks.values() if t.status == RUNNING]
+    assert running == []  # nothing granted was left behind
 
 
 def test_lookahead_is_off_when_the_worker_section_says_so(watched, tmp_path):

@@ -539,7 +539,8 @@ class Worker:
             timeout=timeout or None,
         )
         self._running_tasks[task_id] = process
-        self._ahead.before_start(task_id, not fork, self._get_work_kwargs)
+        asks_ahead = not fork and not self._stop_requesting_work  # (stopping: run what was granted only)
+        self._ahead.before_start(task_id, asks_ahead, self._get_work_kwargs)
         if not fork:
             self._messages.open(task_id)
             started = time.monotonic()

@@ -94,8 +94,9 @@ class AheadAsker:
     def before_start(
         self, task_id: str, in_process: bool, get_work_kwargs: Callable[[], dict[str, Any]]
     ) -> None:
-        """Ask ahead before ``task_id`` starts in this process, if worth it; otherwise send held reports,
-        so that the previous task's result does not wait for this one when it was granted ahead."""
+        """Ask ahead before ``task_id`` starts in this process (``in_process`` False: it does not, or
+        the worker takes no more work), if worth it; otherwise send held reports, so that the previous
+        task's result does not wait for this one when it was granted ahead."""
         granted_ahead, self._granted_ahead = self._granted_ahead, False
         short = in_process and self._lookahead.last_run_short
         if short and (self._asked or len(self._queue) > ASK_WHILE_QUEUED):
