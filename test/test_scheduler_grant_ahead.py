@@ -172,7 +172,7 @@ def test_when_a_link_fails_every_link_granted_ahead_of_it_goes_back_to_pending()
 
 
 def test_the_tasks_one_get_work_grants_are_capped():
-    from luigi.scheduler.core import MAX_TASKS_PER_GET_WORK
+    from luigi.scheduler.handout import MAX_TASKS_PER_GET_WORK
 
     sch, _ = make_scheduler()
     for n in range(MAX_TASKS_PER_GET_WORK + 5):
@@ -190,3 +190,29 @@ def test_further_grants_stop_before_a_batch():
     reply = sch.get_work(worker=WORKER, max_tasks=4)
     assert (reply["task_id"], reply["more_tasks"]) == ("A", [])
     assert status_of(sch, "Part_1") == status_of(sch, "Part_2") == "PENDING"  # batched by a get_work
+
+
+class CountingSet(set):
+    """A set that counts the items iterated over."""
+
+    seen = 0
+
+    def __iter__(self):
+        for item in super().__iter__():
+            CountingSet.seen += 1
+            yield item
+
+
+def test_a_task_with_thousands_of_dependents_has_only_a_bounded_number_looked_at():
+    from luigi.scheduler.grant import AHEAD_SCAN
+
+    sch, _ = make_scheduler()
+    sch.add_task(worker=WORKER, task_id="Setup")
+    for n in range(10 * AHEAD_SCAN):
+        sch.add_task(worker=WORKER, task_id=f"Part{n:05}", deps=["Setup"])
+    assert granted(sch) == "Setup"
+    sch._state.dependents["Setup"] = CountingSet(sch._state.dependents["Setup"])
+    CountingSet.seen = 0
+    reply = sch.get_work(worker=WORKER, current_tasks=["Setup"], assume_done=["Setup"], max_tasks=2)
+    assert reply["task_id"].startswith("Part") and len(reply["more_tasks"]) == 1
+    assert CountingSet.seen <= 2 * AHEAD_SCAN

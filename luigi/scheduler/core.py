@@ -16,16 +16,17 @@ from luigi.scheduler.changes import ChangeSet
 from luigi.scheduler.clock import Clock, system_time
 from luigi.scheduler.config import SchedulerConfig
 from luigi.scheduler.grant import Selection, choose_next
+from luigi.scheduler.handout import Handout
 from luigi.scheduler.hooks import FailureBatcher, default_history, default_notifier, record_history
 from luigi.scheduler.intake import ReportIntake, TaskReport, unbatched_params
 from luigi.scheduler.neighbourhood import GraphViews, detail_of
 from luigi.scheduler.prune import prune as prune_state
 from luigi.scheduler.records import TaskRecord
 from luigi.scheduler.serialize import serialize_task, traverse_graph
-from luigi.scheduler.state import SchedulerState, rank_key
+from luigi.scheduler.state import SchedulerState
 from luigi.scheduler.store.base import NullStore, StateStore
 from luigi.scheduler.task_pages import PageQuery, TaskPages
-from luigi.scheduler.transitions import Notifier, StatusRules, reset_orphaned_batch_members
+from luigi.scheduler.transitions import Notifier, StatusRules
 from luigi.task_history import TaskHistory
 from luigi.task_status import (
     DISABLED,
@@ -36,8 +37,6 @@ from luigi.task_status import (
 )
 
 logger = logging.getLogger("luigi.scheduler")
-# The most tasks one get_work grants a worker that asks for several (``max_tasks``).
-MAX_TASKS_PER_GET_WORK = 16
 
 
 class Scheduler:
@@ -80,6 +79,9 @@ class Scheduler:
         self._task_history = task_history if task_history is not None else default_history(config)
         self._batch_notifier = batch_notifier
         self._intake = ReportIntake(self._state, self._rules, self._task_history, batch_notifier)
+        self._handout = Handout(
+            self._state, self._rules, self._task_history, self.update_metrics_task_started
+        )
         self._store: StateStore = store if store is not None else NullStore()
         if self._store.tracks_changes:
             self._state.changes = ChangeSet()
@@ -245,92 +247,17 @@ class Scheduler:
             self.add_worker(worker, [("assistant", assistant)])
         selection: Selection | None = None
         if current_tasks is not None:
-            lost = self._unacknowledged_task(worker, current_tasks)
-            reset_orphaned_batch_members(self._state, self._rules, worker)
-            if lost is not None:
-                selection = Selection(lost, [lost])  # the grant never reached the worker: send it again
+            selection = self._handout.reconcile(worker, current_tasks)
         assumed = set(assume_done or ())
         if selection is None and not self._state.paused:
             selection = choose_next(self._state, worker, assistant, assumed)
         reply = self.count_pending(worker)
         if selection is None:
             reply["task_id"] = None
-        elif len(selection.members) > 1:
-            reply.update(self._start_batch(selection, worker))
         else:
-            reply.update(self._grant_one(selection, worker, host))
-            if max_tasks > 1 and not self._state.paused:
-                assumed.add(selection.task.id)
-                count = min(max_tasks, MAX_TASKS_PER_GET_WORK) - 1
-                reply["more_tasks"] = self._grant_more(worker, host, assistant, assumed, count)
+            more = 1 if self._state.paused else max_tasks
+            reply.update(self._handout.grant(selection, worker, host, assistant, assumed, more))
         return reply
-
-    def _grant_one(self, selection: Selection, worker: str, host: str | None) -> dict[str, Any]:
-        granted = self._start_task(selection.task, worker, host)
-        if selection.assumes_done:
-            granted["assumes_done"] = selection.assumes_done
-        return granted
-
-    def _grant_more(
-        self, worker: str, host: str | None, assistant: bool, assumed: set[str], count: int
-    ) -> list[dict[str, Any]]:
-        """Up to ``count`` more single tasks, each possibly granted ahead of those granted before it."""
-        more: list[dict[str, Any]] = []
-        while len(more) < count:
-            selection = choose_next(self._state, worker, assistant, assumed)
-            if selection is None or len(selection.members) > 1:
-                break  # a batch is left for a get_work of its own
-            more.append(self._grant_one(selection, worker, host))
-            assumed.add(selection.task.id)
-        return more
-
-    def _unacknowledged_task(self, worker: str, current_tasks: list[str]) -> TaskRecord | None:
-        """The best RUNNING task granted to ``worker`` that the worker does not say it is running.
-
-        One still waiting for a dependency was granted ahead of it, which then did not finish DONE: the
-        worker never started it, so it goes back to PENDING instead.
-        """
-        current = set(current_tasks)
-        lost = []
-        for task in list(self._state.by_status[RUNNING].values()):
-            if task.worker_running != worker or task.id in current:
-                continue
-            if task.unfinished_deps:
-                self._rules.put_back(task)
-            else:
-                lost.append(task)
-        return min(lost, key=rank_key) if lost else None
-
-    def _start_task(self, task: TaskRecord, worker: str, host: str | None) -> dict[str, Any]:
-        self.update_metrics_task_started(task)
-        self._rules.set_status(task, RUNNING)
-        task.worker_running = worker
-        task.resources_running = dict(task.resources)
-        task.time_running = self._clock()
-        self._state.dirty.add(task.id)
-        record_history(self._task_history, task, RUNNING, host)
-        return {
-            "task_id": task.id,
-            "task_family": task.family,
-            "task_module": task.module,
-            "task_params": dict(task.params),
-        }
-
-    def _start_batch(self, selection: Selection, worker: str) -> dict[str, Any]:
-        members = selection.members
-        batch_id = policy.batch_id_for(task.id for task in members)
-        for task in members:
-            self._rules.start_batch_member(task, batch_id, worker)
-        params = dict(selection.task.params)
-        params.update(selection.batched_params or {})
-        return {
-            "task_id": None,
-            "task_family": selection.task.family,
-            "task_module": selection.task.module,
-            "task_params": params,
-            "batch_id": batch_id,
-            "batch_task_ids": [task.id for task in members],
-        }
 
     def count_pending(self, worker: str) -> dict[str, Any]:
         """How many PENDING/FAILED tasks list this worker (skipping those behind a DISABLED task)."""
