@@ -67,7 +67,7 @@ class worker(Config):
     )
     lookahead = parameter.BoolParameter(
         default=True,
-        description="With one worker process and our luigid, ask for the next task while a short one runs.",
+        description="With one worker process and our luigid, ask for the next tasks while short ones run.",
     )
     scheduler_unreachable_timeout = parameter.FloatParameter(
         default=600.0,
