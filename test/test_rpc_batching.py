@@ -269,6 +269,15 @@ def test_against_a_server_without_batches_held_calls_go_one_by_one_in_order(luig
     client.close()
 
 
+def test_a_server_without_batches_gets_luigis_get_work_arguments_and_is_never_asked_ahead(luigid):
+    client = client_for(luigid.url)
+    client.get_work(worker=WORKER, current_tasks=[])
+    assert client.ask_ahead(worker=WORKER, current_tasks=[], assume_done=["A()"], max_tasks=8) is False
+    get_works = [r.data for r in luigid.requests if r.api_name == "get_work"]
+    assert [set(data) for data in get_works] == [{"worker", "host", "assistant", "current_tasks"}]
+    client.close()
+
+
 def test_without_batches_every_held_call_is_tried_and_each_failure_reported(luigid):
     luigid.script.extend([lambda request: None, respond(400, error="A is bad")])
     client = client_for(luigid.url)
