@@ -496,3 +496,11 @@ def test_after_a_long_task_the_reports_held_for_the_queued_tasks_are_sent_before
     asker.take()
     asker.before_start("C", True, dict)
     assert (len(scheduler.asks), scheduler.flushes) == (1, 1)
+
+
+def test_a_batch_granted_ahead_is_taken_and_never_listed_as_a_current_task_without_an_id():
+    grant = {"task_id": None, "batch_id": "b1", "batch_task_ids": ["P1", "P2"]}
+    asker = AheadAsker(AskingScheduler(True, grant), short_policy(), lambda: None)
+    asker._receive(grant)  # what take() does with the answer it reads
+    assert asker.queued() == []
+    assert asker.take() == grant

@@ -131,7 +131,7 @@ class AheadAsker:
 
     def queued(self) -> list[str]:
         """The tasks granted to this worker that it has not started yet (they are its current tasks)."""
-        return [grant["task_id"] for grant in self._queue]
+        return [grant["task_id"] for grant in self._queue if isinstance(grant.get("task_id"), str)]
 
     def take(self) -> dict[str, Any] | None:
         """The next grant the asks ahead brought, if any (else ask the ordinary way); the answer to an
