@@ -91,6 +91,33 @@ class Link(luigi.Task):
             out.write("done")
 
 
+class Cell(luigi.Task):
+    """Cell (layer, k) needs cells k and k + 1 of the layer before: a lattice 10 cells wide."""
+
+    layer = luigi.IntParameter()
+    k = luigi.IntParameter()
+
+    def requires(self):
+        if not self.layer:
+            return []
+        return [Cell(layer=self.layer - 1, k=k % 10) for k in (self.k, self.k + 1)]
+
+    def output(self):
+        return luigi.LocalTarget(os.path.join(ROOT, "out", f"cell-{self.layer}-{self.k}"))
+
+    def run(self):
+        log_run(self.task_id)
+        with self.output().open("w") as out:
+            out.write("done")
+
+
+class Grid(luigi.WrapperTask):
+    n = luigi.IntParameter()
+
+    def requires(self):
+        return [Cell(layer=self.n // 10 - 1, k=k) for k in range(10)]
+
+
 class Blocker(luigi.Task):
     """Writes its pid to blocker.pid, then waits for the file ``release`` before finishing."""
 
@@ -195,9 +222,11 @@ def task_status(url: str, task_id: str) -> str | None:
 
 def pipeline(shape: str, n: int, pause: str) -> tuple[list[str], str]:
     """The worker's task arguments and the root task's id: ``wide`` is All over n Steps of ``pause``
-    seconds, ``chain`` is n Links."""
+    seconds, ``chain`` is n Links, ``lattice`` n Cells in layers of 10."""
     if shape == "chain":
         return ["Link", "--i", str(n - 1)], task_id_str("Link", {"i": str(n - 1)})
+    if shape == "lattice":
+        return ["Grid", "--n", str(n)], task_id_str("Grid", {"n": str(n)})
     return ["All", "--n", str(n), "--pause", pause], task_id_str("All", {"n": str(n), "pause": pause})
 
 
@@ -221,13 +250,14 @@ def restart_on_same_port(old: LuigidProcess, config: str) -> LuigidProcess:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("shape", "n", "pause"),
-    [("wide", 30, "0.05"), ("wide", 400, "0.0"), ("chain", 300, "0.0")],
-    ids=["overlapping-tasks", "short-tasks-asked-ahead", "chain-granted-ahead"],
+    [("wide", 30, "0.05"), ("wide", 400, "0.0"), ("chain", 300, "0.0"), ("lattice", 3000, "0.0")],
+    ids=["overlapping-tasks", "short-tasks-asked-ahead", "chain-granted-ahead", "lattice-granted-ahead"],
 )
 def test_two_worker_processes_share_a_pipeline_and_run_every_task_exactly_once(
     tmp_path, setup, shape, n, pause
 ):
     task_args, _ = pipeline(shape, n, pause)
+    task_args.append("--worker-keep-alive")  # neither leaves while the other runs what it could take
     with running_luigid(tmp_path) as luigid:
         first = setup.worker(luigid.url, *task_args)
         second = setup.worker(luigid.url, *task_args)

@@ -216,3 +216,22 @@ def test_a_task_with_thousands_of_dependents_has_only_a_bounded_number_looked_at
     reply = sch.get_work(worker=WORKER, current_tasks=["Setup"], assume_done=["Setup"], max_tasks=2)
     assert reply["task_id"].startswith("Part") and len(reply["more_tasks"]) == 1
     assert CountingSet.seen <= 2 * AHEAD_SCAN
+
+
+def test_further_tasks_go_only_to_a_worker_no_other_could_share_them_with():
+    sch, _ = make_scheduler()
+    for task_id in ["A", "B", "C"]:
+        sch.add_task(worker=WORKER, task_id=task_id)
+    sch.add_task(worker=OTHER, task_id="B")  # another worker could run B
+    reply = sch.get_work(worker=WORKER, max_tasks=3)
+    assert (reply["task_id"], reply["more_tasks"]) == ("A", [])  # B is left for whoever asks next
+    assert granted(sch, OTHER) == "B"
+
+
+def test_no_further_tasks_are_granted_while_an_assistant_could_take_them():
+    sch, _ = make_scheduler()
+    for task_id in ["A", "B", "C"]:
+        sch.add_task(worker=WORKER, task_id=task_id)
+    sch.add_worker(OTHER, {"assistant": True})
+    reply = sch.get_work(worker=WORKER, max_tasks=3)
+    assert (reply["task_id"], reply["more_tasks"]) == ("A", [])

@@ -2,7 +2,8 @@
 
 ``reconcile`` squares the scheduler's RUNNING tasks of a worker with the ``current_tasks`` it reports;
 ``grant`` marks what ``luigi.scheduler.grant`` chose as RUNNING (or BATCH_RUNNING) and builds the reply's
-task fields, with further single tasks when the worker asks for several (``max_tasks``).
+task fields, with further single tasks when the worker asks for several (``max_tasks``) and no other
+worker could run them.
 """
 
 from __future__ import annotations
@@ -88,11 +89,17 @@ class Handout:
     def _grant_more(
         self, worker: str, host: str | None, assistant: bool, assumed: set[str], count: int
     ) -> list[dict[str, Any]]:
+        """Further single tasks that no other worker could take instead (they list this worker alone and
+        no assistant is connected): held by one worker, they would wait while another one idles."""
         more: list[dict[str, Any]] = []
+        if assistant or self._state.assistant_ids():
+            return more
         while len(more) < count:
             selection = choose_next(self._state, worker, assistant, assumed)
             if selection is None or len(selection.members) > 1:
                 break  # a batch is left for a get_work of its own
+            if len(selection.task.workers) > 1:
+                break  # another worker could run it
             more.append(self._grant_one(selection, worker, host))
             assumed.add(selection.task.id)
         return more
