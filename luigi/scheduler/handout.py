@@ -17,6 +17,7 @@ from luigi.scheduler.hooks import record_history
 from luigi.scheduler.records import TaskRecord
 from luigi.scheduler.state import SchedulerState, rank_key
 from luigi.scheduler.transitions import StatusRules, reset_orphaned_batch_members
+from luigi.task_history import TaskHistory
 from luigi.task_status import RUNNING
 
 # The most tasks one get_work grants a worker that asks for several (``max_tasks``).
@@ -30,7 +31,7 @@ class Handout:
         self,
         state: SchedulerState,
         rules: StatusRules,
-        task_history: Any,
+        task_history: TaskHistory,
         started: Callable[[TaskRecord], None],
     ) -> None:
         self._state = state
