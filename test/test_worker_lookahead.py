@@ -6,6 +6,7 @@ import collections
 import os
 import signal
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -303,3 +304,63 @@ def test_a_lost_answer_to_an_ask_ahead_holds_its_reports_again_and_the_grant_com
     granted = client.get_work(worker="w", current_tasks=[])  # sends B's report again, with this call
     assert granted["task_id"] == scheduler.asks[0][1]  # the task granted to the lost ask, sent again
     assert scheduler.reports["B"] == 2  # no answer said it arrived: sent again (reports are idempotent)
+
+
+class Extra(luigi.Task):
+    """A dynamic dependency, yielded by a link while it runs."""
+
+    root = luigi.Parameter()
+
+    def output(self) -> luigi.LocalTarget:
+        return luigi.LocalTarget(f"{self.root}/extra")
+
+    def run(self) -> None:
+        RUNS[self.task_id] += 1
+        with self.output().open("w") as out:
+            out.write("x")
+
+
+class Yields(luigi.Task):
+    """A link that yields Extra the first time it runs, so it does not finish DONE then."""
+
+    root = luigi.Parameter()
+
+    def requires(self) -> Link:
+        return Link(root=self.root, n=2)
+
+    def output(self) -> luigi.LocalTarget:
+        return luigi.LocalTarget(f"{self.root}/yields")
+
+    def run(self) -> Iterator[Extra]:
+        RUNS[self.task_id] += 1
+        yield Extra(root=self.root)
+        with self.output().open("w") as out:
+            out.write("x")
+
+
+class AfterYields(luigi.Task):
+    root = luigi.Parameter()
+
+    def requires(self) -> Yields:
+        return Yields(root=self.root)
+
+    def output(self) -> luigi.LocalTarget:
+        return luigi.LocalTarget(f"{self.root}/after-yields")
+
+    def run(self) -> None:
+        RUNS[self.task_id] += 1
+        with self.output().open("w") as out:
+            out.write("x")
+
+
+def test_a_task_granted_ahead_of_a_link_that_yields_a_dependency_waits_for_that_link_to_finish(
+    watched, tmp_path
+):
+    scheduler, url = watched
+    after = AfterYields(root=str(tmp_path))
+    assert build([after], scheduler_url=url, no_lock=True) is True
+
+    yields = Yields(root=str(tmp_path)).task_id
+    assert any(grants[-2:] == [yields, after.task_id] for grants in scheduler.grants)  # granted ahead
+    assert RUNS[yields] == 2 and RUNS[after.task_id] == 1  # once more after Extra, and then After
+    assert RUNS[Extra(root=str(tmp_path)).task_id] == 1
