@@ -52,18 +52,28 @@ def log_run(task_id):
         os.close(fd)
 
 
-class Step(luigi.Task):
+class Logged(luigi.Task):
+    """Logs its run, does its ``work``, then writes "done" to its output."""
+
+    def run(self):
+        log_run(self.task_id)
+        self.work()
+        with self.output().open("w") as out:
+            out.write("done")
+
+    def work(self):
+        pass
+
+
+class Step(Logged):
     i = luigi.IntParameter()
     pause = luigi.FloatParameter(default=0.05, significant=False)
 
     def output(self):
         return luigi.LocalTarget(os.path.join(ROOT, "out", f"step-{self.i}"))
 
-    def run(self):
-        log_run(self.task_id)
+    def work(self):
         time.sleep(self.pause)  # a little work, so that the two workers overlap
-        with self.output().open("w") as out:
-            out.write("done")
 
 
 class All(luigi.WrapperTask):
@@ -74,7 +84,7 @@ class All(luigi.WrapperTask):
         return [Step(i=i, pause=self.pause) for i in range(self.n)]
 
 
-class Link(luigi.Task):
+class Link(Logged):
     """Link i needs link i - 1: a chain, whose next link a worker is granted ahead of the running one."""
 
     i = luigi.IntParameter()
@@ -85,13 +95,8 @@ class Link(luigi.Task):
     def output(self):
         return luigi.LocalTarget(os.path.join(ROOT, "out", f"link-{self.i}"))
 
-    def run(self):
-        log_run(self.task_id)
-        with self.output().open("w") as out:
-            out.write("done")
 
-
-class Cell(luigi.Task):
+class Cell(Logged):
     """Cell (layer, k) needs cells k and k + 1 of the layer before: a lattice 10 cells wide."""
 
     layer = luigi.IntParameter()
@@ -104,11 +109,6 @@ class Cell(luigi.Task):
 
     def output(self):
         return luigi.LocalTarget(os.path.join(ROOT, "out", f"cell-{self.layer}-{self.k}"))
-
-    def run(self):
-        log_run(self.task_id)
-        with self.output().open("w") as out:
-            out.write("done")
 
 
 class Grid(luigi.WrapperTask):

@@ -56,25 +56,36 @@ class WatchedScheduler(Scheduler):
         return [(ask[0], grants) for ask, grants in zip(self.asks, self.grants, strict=True) if ask[0]]
 
 
-class Step(luigi.Task):
-    """Writes its marker; sleeps ``seconds`` first (a long task, for the lookahead's guard)."""
+class Marked(luigi.Task):
+    """Counts its runs in RUNS and writes a marker file named by its task id under ``root``."""
 
     root = luigi.Parameter()
-    n = luigi.IntParameter()
-    seconds = luigi.FloatParameter(default=0.0, significant=False)
 
     def output(self) -> luigi.LocalTarget:
-        return luigi.LocalTarget(f"{self.root}/step-{self.n}")
+        return luigi.LocalTarget(f"{self.root}/{self.task_id}")
 
     def run(self) -> None:
         RUNS[self.task_id] += 1
+        self.write_marker()
+
+    def write_marker(self) -> None:
+        with self.output().open("w") as out:
+            out.write("x")
+
+
+class Step(Marked):
+    """Writes its marker; sleeps ``seconds`` first (a long task, for the lookahead's guard)."""
+
+    n = luigi.IntParameter()
+    seconds = luigi.FloatParameter(default=0.0, significant=False)
+
+    def run(self) -> None:
         if WATCHED and self.n:
             before = Step(root=self.root, n=self.n - 1).task_id
             STATUS_BEFORE[self.n] = WATCHED[0]._state.tasks[before].status
         if self.seconds:
             time.sleep(self.seconds)  # the task's own work, not synchronisation
-        with self.output().open("w") as out:
-            out.write("x")
+        super().run()
 
 
 class Steps(luigi.WrapperTask):
@@ -94,20 +105,11 @@ class Steps(luigi.WrapperTask):
         return step
 
 
-class Link(luigi.Task):
-    root = luigi.Parameter()
+class Link(Marked):
     n = luigi.IntParameter()
 
     def requires(self) -> list[Link]:
         return [Link(root=self.root, n=self.n - 1)] if self.n else []
-
-    def output(self) -> luigi.LocalTarget:
-        return luigi.LocalTarget(f"{self.root}/link-{self.n}")
-
-    def run(self) -> None:
-        RUNS[self.task_id] += 1
-        with self.output().open("w") as out:
-            out.write("x")
 
 
 WATCHED: list[WatchedScheduler] = []
@@ -138,22 +140,16 @@ def test_a_serial_worker_asks_for_each_next_task_while_the_current_one_runs(watc
     assert len(scheduler.asks) <= 40 // per_ask + 4  # a request per few tasks, not per task
 
 
-class Stops(luigi.Task):
+class Stops(Marked):
     """Step ``n`` of a run whose step ``at`` asks its worker to stop taking work (SIGUSR1)."""
 
-    root = luigi.Parameter()
     n = luigi.IntParameter()
     at = luigi.IntParameter()
 
-    def output(self) -> luigi.LocalTarget:
-        return luigi.LocalTarget(f"{self.root}/stops-{self.n}")
-
     def run(self) -> None:
-        RUNS[self.task_id] += 1
         if self.n == self.at:
             os.kill(os.getpid(), signal.SIGUSR1)
-        with self.output().open("w") as out:
-            out.write("x")
+        super().run()
 
 
 class AllStops(luigi.WrapperTask):
@@ -217,33 +213,20 @@ def test_a_chains_next_link_is_granted_ahead_of_the_link_it_needs_while_that_one
         assert grants == [link[i] for i in range(n + 1, min(n + 1 + AHEAD_TASKS, 20))]
 
 
-class Breaks(luigi.Task):
+class Breaks(Marked):
     """A link that fails while the link after it is granted ahead of it."""
-
-    root = luigi.Parameter()
 
     def requires(self) -> Link:
         return Link(root=self.root, n=2)
-
-    def output(self) -> luigi.LocalTarget:
-        return luigi.LocalTarget(f"{self.root}/breaks")
 
     def run(self) -> None:
         RUNS[self.task_id] += 1
         raise RuntimeError("this link breaks")
 
 
-class AfterBreak(luigi.Task):
-    root = luigi.Parameter()
-
+class AfterBreak(Marked):
     def requires(self) -> Breaks:
         return Breaks(root=self.root)
-
-    def output(self) -> luigi.LocalTarget:
-        return luigi.LocalTarget(f"{self.root}/after")
-
-    def run(self) -> None:
-        RUNS[self.task_id] += 1
 
 
 def test_a_task_granted_ahead_of_a_link_that_fails_is_not_run_and_goes_back_to_pending(watched, tmp_path):
@@ -306,51 +289,25 @@ def test_a_lost_answer_to_an_ask_ahead_holds_its_reports_again_and_the_grant_com
     assert scheduler.reports["B"] == 2  # no answer said it arrived: sent again (reports are idempotent)
 
 
-class Extra(luigi.Task):
+class Extra(Marked):
     """A dynamic dependency, yielded by a link while it runs."""
 
-    root = luigi.Parameter()
 
-    def output(self) -> luigi.LocalTarget:
-        return luigi.LocalTarget(f"{self.root}/extra")
-
-    def run(self) -> None:
-        RUNS[self.task_id] += 1
-        with self.output().open("w") as out:
-            out.write("x")
-
-
-class Yields(luigi.Task):
+class Yields(Marked):
     """A link that yields Extra the first time it runs, so it does not finish DONE then."""
-
-    root = luigi.Parameter()
 
     def requires(self) -> Link:
         return Link(root=self.root, n=2)
 
-    def output(self) -> luigi.LocalTarget:
-        return luigi.LocalTarget(f"{self.root}/yields")
-
-    def run(self) -> Iterator[Extra]:
+    def run(self) -> Iterator[Extra]:  # type: ignore[override]  # a generator: it yields a dependency
         RUNS[self.task_id] += 1
         yield Extra(root=self.root)
-        with self.output().open("w") as out:
-            out.write("x")
+        self.write_marker()
 
 
-class AfterYields(luigi.Task):
-    root = luigi.Parameter()
-
+class AfterYields(Marked):
     def requires(self) -> Yields:
         return Yields(root=self.root)
-
-    def output(self) -> luigi.LocalTarget:
-        return luigi.LocalTarget(f"{self.root}/after-yields")
-
-    def run(self) -> None:
-        RUNS[self.task_id] += 1
-        with self.output().open("w") as out:
-            out.write("x")
 
 
 def test_a_task_granted_ahead_of_a_link_that_yields_a_dependency_waits_for_that_link_to_finish(
