@@ -48,7 +48,7 @@ class Lookahead:
 
     def should_ask(self) -> bool:
         """Whether to ask ahead now, before starting a task (counts the task as started)."""
-        if not (self.enabled and self._last_run_short):
+        if not self.last_run_short:
             return False
         if self._skip > 0:
             self._skip -= 1
