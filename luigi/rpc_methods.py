@@ -11,11 +11,13 @@ still run due housekeeping (``prune``) first, as Luigi's do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any
+
+from luigi.rpc_values import MAX_NAME_CHARS, Check, checker, text_problem
 
 # The ``Upgrade`` token with which our own client asks our own server to switch a connection to its lean
 # RPC channel (``luigi.server.channel``); the requests stay HTTP/1.1 ``POST /api/<method>`` with JSON bodies.
@@ -40,7 +42,7 @@ class UnknownRpcMethodError(LookupError):
 
 @dataclass(frozen=True)
 class RpcParameter:
-    """One keyword argument: its JSON type (see ``_TYPE_CHECKS``; ``?`` allows null) and default.
+    """One keyword argument: its kind (see ``luigi.rpc_values.KINDS``; ``?`` allows null) and default.
 
     An ``extension`` is ours alone: our client leaves it out of a call unless it was given, so that the
     calls it sends a Luigi server carry only Luigi's arguments.
@@ -104,29 +106,36 @@ class RpcMethod:
         return {**self._sent_defaults, **self.check(kwargs)}
 
     @cached_property
-    def _kinds(self) -> dict[str, tuple[Container[type], str]]:
-        """Each parameter's kind, and the exact types that pass it without a closer look."""
-        return {p.name: (_SURE_TYPES.get(p.kind, frozenset()), p.kind) for p in self.parameters}
+    def _checks(self) -> dict[str, Check]:
+        """Each parameter's check (see ``luigi.rpc_values``)."""
+        return {p.name: checker(p.kind) for p in self.parameters}
+
+    @cached_property
+    def _var_keyword_check(self) -> Check:
+        return checker(self.var_keyword_kind)
 
     def check(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The arguments this method takes from ``kwargs`` (unknown ones dropped when ``lenient``), with
         their types checked; RpcArgumentError names the first problem. Defaults are not filled in."""
         if not isinstance(kwargs, Mapping):
             raise RpcArgumentError(f"{self.name}: arguments must be a JSON object, got {kwargs!r}")
-        kinds = self._kinds
+        checks = self._checks
         dropped: list[str] = []
         for name, value in kwargs.items():
-            known = kinds.get(name)
-            if known is None:
+            check = checks.get(name)
+            if check is None:
                 if self.var_keyword is not None:
-                    _check_type(self.name, name, self.var_keyword_kind, value)
+                    _check_name(self.name, name)
+                    _refuse(self.name, name, self._var_keyword_check(value))
                 elif self.lenient:
                     dropped.append(name)
                 else:
                     takes = ", ".join(self.parameter_names) or "no arguments"
                     raise RpcArgumentError(f"{self.name}: unexpected argument {name!r} (it takes: {takes})")
-            elif type(value) not in known[0]:  # the common case (a JSON value of the kind): one lookup
-                _check_type(self.name, name, known[1], value)
+            else:
+                found = check(value)
+                if found is not None:
+                    raise RpcArgumentError(f"{self.name}: argument {name!r} {found}")
         for name in self._required:
             if name not in kwargs:
                 raise RpcArgumentError(f"{self.name}: missing required argument {name!r}")
@@ -140,8 +149,8 @@ def _param(name: str, kind: str = "any", default: Any = REQUIRED, extension: boo
     return RpcParameter(name, kind, default, extension)
 
 
-_TASK_ID = _param("task_id", "str")
-_WORKER = _param("worker", "str")
+_TASK_ID = _param("task_id", "name")
+_WORKER = _param("worker", "name")
 _INF = float("inf")
 
 _METHODS: tuple[RpcMethod, ...] = (
@@ -151,13 +160,13 @@ _METHODS: tuple[RpcMethod, ...] = (
             _TASK_ID,
             _param("status", "str", "PENDING"),
             _param("runnable", "bool?", True),
-            _param("deps", "list[str]?", None),
-            _param("new_deps", "list[str]?", None),
+            _param("deps", "list[name]?", None),
+            _param("new_deps", "list[name]?", None),
             _param("expl", "any", None),
             _param("resources", "dict[number]?", None),
             _param("priority", "number", 0),
-            _param("family", "str", ""),
-            _param("module", "str?", None),
+            _param("family", "name", ""),
+            _param("module", "name?", None),
             _param("params", "dict?", None),
             _param("param_visibilities", "dict?", None),
             _param("accepts_messages", "bool?", False),
@@ -165,9 +174,9 @@ _METHODS: tuple[RpcMethod, ...] = (
             _param("tracking_url", "str?", None),
             _WORKER,
             _param("batchable", "bool?", None),
-            _param("batch_id", "str?", None),
+            _param("batch_id", "name?", None),
             _param("retry_policy_dict", "dict?", None),
-            _param("owners", "any", None),
+            _param("owners", "names?", None),
         ),
         mutating=True,
         lenient=True,
@@ -176,8 +185,8 @@ _METHODS: tuple[RpcMethod, ...] = (
         "add_task_batcher",
         (
             _WORKER,
-            _param("task_family", "str"),
-            _param("batched_args", "list[str]"),
+            _param("task_family", "name"),
+            _param("batched_args", "list[name]"),
             _param("max_batch_size", "number", _INF),
         ),
         mutating=True,
@@ -192,10 +201,10 @@ _METHODS: tuple[RpcMethod, ...] = (
             _WORKER,
             _param("host", "str?", None),
             _param("assistant", "bool", False),
-            _param("current_tasks", "list[str]?", None),
+            _param("current_tasks", "list[name]?", None),
             # Our worker's running tasks it expects to finish DONE: a task waiting only for them may be
             # granted ahead of them (see ``luigi.scheduler.grant.choose_ahead_of``).
-            _param("assume_done", "list[str]?", None, extension=True),
+            _param("assume_done", "list[name]?", None, extension=True),
             _param("max_tasks", "int", 1, extension=True),  # our worker's: several single tasks at once
         ),
         mutating=True,
@@ -230,7 +239,7 @@ _METHODS: tuple[RpcMethod, ...] = (
         (
             _param("status", "str", ""),
             _param("upstream_status", "str", ""),
-            _param("family", "str", ""),
+            _param("family", "name", ""),
             _param("search", "str?", ""),
             _param("sort_by", "str", ""),
             _param("sort_desc", "bool", False),
@@ -270,26 +279,26 @@ _METHODS: tuple[RpcMethod, ...] = (
     ),
     RpcMethod("get_running_task_resources", (_TASK_ID,), mutating=False),
     RpcMethod(
-        "send_scheduler_message", (_WORKER, _param("task", "str"), _param("content", "any")), mutating=True
+        "send_scheduler_message", (_WORKER, _param("task", "name"), _param("content", "any")), mutating=True
     ),
     RpcMethod(
         "add_scheduler_message_response",
         (
             _TASK_ID,
-            _param("message_id", "str"),
+            _param("message_id", "name"),
             _param("response", "any"),
         ),
         mutating=True,
     ),
-    RpcMethod("get_scheduler_message_response", (_TASK_ID, _param("message_id", "str")), mutating=True),
+    RpcMethod("get_scheduler_message_response", (_TASK_ID, _param("message_id", "name")), mutating=True),
     RpcMethod(
         "announce_scheduling_failure",
         (
             _param("task_name", "str"),
-            _param("family", "str"),
+            _param("family", "name"),
             _param("params", "dict"),
             _param("expl", "any"),
-            _param("owners", "any"),
+            _param("owners", "names?"),
             _WORKER,
         ),
         mutating=True,
@@ -300,7 +309,7 @@ _METHODS: tuple[RpcMethod, ...] = (
     RpcMethod("pause", (), mutating=True),
     RpcMethod("unpause", (), mutating=True),
     RpcMethod("update_resources", (), mutating=True, var_keyword="resources", var_keyword_kind="number"),
-    RpcMethod("update_resource", (_param("resource", "str"), _param("amount", "any")), mutating=True),
+    RpcMethod("update_resource", (_param("resource", "name"), _param("amount", "any")), mutating=True),
     RpcMethod("prune", (), mutating=True),
     RpcMethod("update_metrics_task_started", (_param("task", "any"),), mutating=False),
     RpcMethod("report_task_statistics", (_TASK_ID, _param("statistics", "any")), mutating=False),
@@ -327,63 +336,16 @@ def invoke(target: Any, name: str, kwargs: Mapping[str, Any]) -> Any:
     return getattr(target, name)(**validate_call(name, kwargs))
 
 
-# -- JSON type checks --------------------------------------------------------------------------------------
+# -- value checks (luigi.rpc_values) -----------------------------------------------------------------------
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _check_name(method: str, name: str) -> None:
+    """RpcArgumentError unless a ``**kwargs`` argument's name is fit to store (it names a resource)."""
+    found = text_problem(name, MAX_NAME_CHARS)
+    if found is not None:
+        raise RpcArgumentError(f"{method}: the argument name {name!r:.80} {found}")
 
 
-_TYPE_CHECKS: dict[str, tuple[Any, str]] = {
-    "any": (lambda v: True, "anything"),
-    "str": (lambda v: isinstance(v, str), "a string"),
-    "bool": (lambda v: isinstance(v, bool), "a boolean"),
-    "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
-    "number": (_is_number, "a number"),
-    "dict": (lambda v: isinstance(v, dict), "an object"),
-    "list[str]": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of strings"),
-    "dict[number]": (
-        lambda v: isinstance(v, dict) and all(isinstance(k, str) and _is_number(x) for k, x in v.items()),
-        "an object mapping names to numbers",
-    ),
-}
-
-
-def _check_type(method: str, argument: str, kind: str, value: Any) -> None:
-    check, nullable, description = _CHECKS_BY_KIND[kind]
-    if (nullable and value is None) or check(value):
-        return
-    also = " or null" if nullable else ""
-    raise RpcArgumentError(
-        f"{method}: argument {argument!r} must be {description}{also}, got {value!r} ({type(value).__name__})"
-    )
-
-
-# The exact types that certainly pass each kind (others, such as a dict subclass or a list whose items
-# must be checked, go through the kind's check).
-class _EveryType:
-    def __contains__(self, item: object) -> bool:
-        return True
-
-
-_SURE_TYPES: dict[str, Container[type]] = {
-    "any": _EveryType(),
-    "any?": _EveryType(),
-} | {
-    kind + suffix: frozenset(types) | (frozenset({type(None)}) if suffix else frozenset())
-    for kind, types in {
-        "str": (str,),
-        "bool": (bool,),
-        "int": (int,),
-        "number": (int, float),
-        "dict": (dict,),
-    }.items()
-    for suffix in ("", "?")
-}
-
-# Each kind, with and without a trailing "?" (null allowed): (check, nullable, description).
-_CHECKS_BY_KIND: dict[str, tuple[Callable[[Any], bool], bool, str]] = {
-    kind + suffix: (check, suffix == "?", description)
-    for kind, (check, description) in _TYPE_CHECKS.items()
-    for suffix in ("", "?")
-}
+def _refuse(method: str, argument: str, found: str | None) -> None:
+    if found is not None:
+        raise RpcArgumentError(f"{method}: argument {argument!r} {found}")

@@ -28,10 +28,17 @@ _CALL_KEYS = frozenset({"method", "kwargs"})
 _BATCH_KEYS = frozenset({"calls", "stop_on_error"})
 
 
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number (JSON has no NaN or Infinity)")
+
+
 def decode_data(text: str) -> dict[str, Any]:
-    """The kwargs object in a ``data`` field, or a 400 naming what is wrong with it."""
+    """The kwargs object in a ``data`` field, or a 400 naming what is wrong with it.
+
+    Strict JSON: Python's extensions ``NaN``, ``Infinity`` and ``-Infinity`` are refused.
+    """
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_no_constants)
     except (ValueError, RecursionError) as exc:
         raise ClientError(400, f"'data' is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
