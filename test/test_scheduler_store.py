@@ -369,18 +369,35 @@ def test_another_programs_database_is_moved_aside(state_file, clock):
     assert len(corrupt_copies(state_file)) == 1
 
 
-def test_a_row_of_the_wrong_shape_makes_the_file_count_as_corrupt(state_file, clock, caplog):
+def test_a_row_of_the_wrong_shape_is_skipped_and_the_rest_of_the_file_loads(state_file, clock, caplog):
     sch = open_scheduler(state_file, clock)
     sch.add_task(worker=WORKER, task_id="A")
+    sch.add_task(worker=WORKER, task_id="B", status="DONE")
     sch.close()
     with sqlite3.connect(state_file) as conn:
-        conn.execute("UPDATE tasks SET status = 'EXPLODED'")
+        conn.execute("UPDATE tasks SET status = 'EXPLODED' WHERE id = 'A'")
     conn.close()
 
     with caplog.at_level(logging.WARNING, logger="luigi.scheduler"):
-        assert open_scheduler(state_file, clock).task_list("") == {}
+        after = open_scheduler(state_file, clock)
+    assert {task_id: task["status"] for task_id, task in after.task_list("").items()} == {"B": "DONE"}
     assert "'A'" in caplog.text and "status" in caplog.text and "EXPLODED" in caplog.text
-    assert len(corrupt_copies(state_file)) == 1
+    assert "skipped" in caplog.text
+    assert corrupt_copies(state_file) == []  # one bad row never costs the rest of the state
+
+
+def test_a_task_id_no_database_can_hold_is_left_out_and_the_rest_is_stored(state_file, clock, caplog):
+    sch = open_scheduler(state_file, clock)
+    sch.add_task(worker=WORKER, task_id="Good")
+    with caplog.at_level(logging.ERROR, logger="luigi.scheduler"):
+        sch.add_task(worker=WORKER, task_id="Evil_\ud800", family="Evil")  # in-process: no RPC check
+        sch.add_task(worker=WORKER, task_id="Later")
+        sch.close()
+    assert "Evil_\\ud800" in caplog.text and "cannot be stored" in caplog.text
+
+    after = open_scheduler(state_file, clock)
+    assert sorted(after.task_list("")) == ["Good", "Later"]
+    assert corrupt_copies(state_file) == []
 
 
 def test_tasks_naming_a_worker_missing_from_the_file_are_stored_without_it(state_file, clock):

@@ -245,6 +245,27 @@ def journal_dumps(value: Any) -> str:
         return json.dumps(value, default=_plain, separators=(",", ":"))
 
 
+# -- what a database can hold ----------------------------------------------------------------------------
+
+
+def unstorable(row: Mapping[str, Any], text_columns: Sequence[str]) -> str | None:
+    """Why some database could not hold ``row``'s plain ``text_columns`` (text that is not UTF-8, or a
+    NUL, which PostgreSQL refuses), or None. JSON columns cannot be at fault: their text is escaped ASCII.
+    """
+    for column in text_columns:
+        value = row[column]
+        if type(value) is not str:
+            continue
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return f"column {column} holds a lone surrogate at position {exc.start}, not UTF-8 text"
+        if "\x00" in value:
+            return f"column {column} holds a NUL character"
+    return None
+
+
 # -- decoding -----------------------------------------------------------------------------------------
 
 Decoder = Callable[[Any], Any]

@@ -11,12 +11,13 @@ record's place in the scheduler's dicts, so that loading restores their insertio
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import ClauseElement, Connection, Delete, Dialect, Insert, Table, bindparam, select
+from sqlalchemy import ClauseElement, Connection, Delete, Dialect, Insert, String, Table, bindparam, select
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from luigi.scheduler.changes import ChangeSet
@@ -27,6 +28,7 @@ from luigi.scheduler.store.base import CorruptStateError
 
 Row = dict[str, Any]
 T = TypeVar("T")
+logger = logging.getLogger("luigi.scheduler")
 
 
 @dataclass
@@ -291,6 +293,8 @@ class _TableWriter:
         self._upsert = _DriverStatement(statement, dialect) if statement is not None else None
         self._delete = _DriverStatement(self.delete, dialect)
         self._insert = _DriverStatement(self.insert, dialect)
+        # Plain text columns (``Text`` ones hold ASCII JSON): the only place a value could be unstorable.
+        self._text_columns = tuple(column.name for column in table.c if type(column.type) is String)
 
     def apply(self, run: Runner, changed: Mapping[str, Row | None]) -> None:
         """Write each changed key's new row; delete the rows of keys mapped to None."""
@@ -298,13 +302,37 @@ class _TableWriter:
             return
         gone = [{"_key": key} for key, row in changed.items() if row is None]
         if gone:
-            self._delete.run(run, gone)
+            self._delete.run(run, self.storable(gone, ("_key",)))
         rows = [row for row in changed.values() if row is not None]
         if rows:
             self.put(run, rows)
 
+    def storable(self, rows: list[Row], columns: Sequence[str] | None = None) -> list[Row]:
+        """``rows`` less any that no database could hold, each left out with an error naming it.
+
+        The scheduler checks what it is sent, so this guards against a bug: one such row must never
+        keep the rest of a flush (or the whole state file) from being written.
+        """
+        columns = self._text_columns if columns is None else columns
+        kept = [row for row in rows if codec.unstorable(row, columns) is None]
+        if len(kept) < len(rows):
+            for row in rows:
+                why = codec.unstorable(row, columns)
+                if why is not None:
+                    key = row.get(self.key, row.get("_key"))
+                    logger.error(
+                        "Scheduler state: %s row %s cannot be stored (%s); it is left out, the rest is kept",
+                        self.table.name,
+                        ascii(key),
+                        why,
+                    )
+        return kept
+
     def put(self, run: Runner, rows: list[dict[str, Any]]) -> None:
-        """Write ``rows``, replacing any with the same key."""
+        """Write ``rows``, replacing any with the same key (leaving out any no database could hold)."""
+        rows = self.storable(rows)
+        if not rows:
+            return
         if self._upsert is not None:
             self._upsert.run(run, rows)
         else:
@@ -313,7 +341,7 @@ class _TableWriter:
 
     def remove(self, run: Runner, keys: Iterable[str]) -> None:
         """Delete every row of ``keys``."""
-        self._delete.run(run, [{"_key": key} for key in keys])
+        self._delete.run(run, self.storable([{"_key": key} for key in keys], ("_key",)))
 
 
 def _upsert(table: Table, dialect: str) -> Insert | None:
@@ -344,21 +372,23 @@ class RowStore:
         self._resource_order = Positions()
 
     def read_all(self, conn: Connection) -> Snapshot:
-        """The stored state (raises CorruptStateError or a driver error when the data is damaged)."""
+        """The stored state; a row that would not load is skipped with an error naming it (a driver
+        error means the file itself is damaged)."""
         tasks_t, workers_t, resources_t = schema.tasks, schema.workers, schema.resources
         snapshot = Snapshot()
         rows = conn.execute(select(tasks_t).order_by(tasks_t.c.seq)).mappings()
-        snapshot.tasks = [codec.task_from_row(row) for row in rows]
+        snapshot.tasks = [task for row in rows if (task := _loaded(codec.task_from_row, row)) is not None]
         rows = conn.execute(select(workers_t).order_by(workers_t.c.seq)).mappings()
-        snapshot.workers = [codec.worker_from_row(row) for row in rows]
+        snapshot.workers = [w for row in rows if (w := _loaded(codec.worker_from_row, row)) is not None]
         query = select(resources_t.c.name, resources_t.c.amount).order_by(resources_t.c.seq)
         for name, amount in conn.execute(query):
-            snapshot.resources[name] = codec.decode_json("resources", name, "amount", amount, "number")
+            loaded = _loaded(codec.decode_json, "resources", name, "amount", amount, "number")
+            if loaded is not None:
+                snapshot.resources[name] = loaded
         for row in conn.execute(select(schema.batchers)).mappings():
-            key = f"{row['worker']}/{row['family']}"
-            names = codec.decode_json("batchers", key, "batched_args", row["batched_args"], "texts")
-            size = codec.decode_json("batchers", key, "max_batch_size", row["max_batch_size"], "number")
-            snapshot.batchers.setdefault(row["worker"], {})[row["family"]] = (names, size)
+            batcher = _loaded(_batcher_of, row)
+            if batcher is not None:
+                snapshot.batchers.setdefault(row["worker"], {})[row["family"]] = batcher
         meta = schema.meta
         paused = conn.execute(select(meta.c.value).where(meta.c.key == schema.PAUSED_KEY)).scalar()
         snapshot.paused = paused == "true"
@@ -417,6 +447,7 @@ class RowStore:
             (self._resources, self._resource_rows(state, runtime)),
             (self._batchers, list(_batcher_rows(state, state.batchers))),
         ):
+            rows = writer.storable(rows)
             if rows:
                 conn.execute(writer.insert, rows)
         _write_paused(conn, state.paused)
@@ -434,6 +465,25 @@ class RowStore:
             for name in names
             if name in state.resources
         ]
+
+
+def _loaded(decode: Callable[..., T], *row: Any) -> T | None:
+    """``decode(*row)``, or None, with an error naming the row, when that one row would not load."""
+    try:
+        return decode(*row)
+    except CorruptStateError as exc:
+        logger.error(
+            "Scheduler state: %s; that row is skipped (and left in the database as it is), the rest loads",
+            exc,
+        )
+        return None
+
+
+def _batcher_of(row: Mapping[str, Any]) -> tuple[list[str], float]:
+    key = f"{row['worker']}/{row['family']}"
+    names = codec.decode_json("batchers", key, "batched_args", row["batched_args"], "texts")
+    size = codec.decode_json("batchers", key, "max_batch_size", row["max_batch_size"], "number")
+    return names, size
 
 
 def _batcher_rows(state: SchedulerState, worker_ids: Iterable[str]) -> Iterator[dict[str, Any]]:

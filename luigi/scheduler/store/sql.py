@@ -48,9 +48,9 @@ _SQLITE_BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (named in the sqlite3 
 # PERM, BUSY, LOCKED, NOMEM, READONLY, IOERR, FULL, CANTOPEN, PROTOCOL: the place, not the data, is at fault.
 _SQLITE_UNAVAILABLE_CODES = frozenset({3, 5, 6, 7, 8, 10, 13, 14, 15})
 _UNAVAILABLE_WORDS = ("locked", "readonly", "full", "I/O", "unable to open", "access permission")
-# What reading (or replaying the journal into) a damaged database raises: driver errors, rows of the
-# wrong shape, bad column values.
-_READ_ERRORS = (DBAPIError, sqlite3.Error, CorruptStateError, ValueError, TypeError)
+# What reading (or replaying the journal into) a damaged database raises: driver errors and tables of the
+# wrong shape. A row that would not load is skipped where it is read, so it never counts as damage.
+_READ_ERRORS = (DBAPIError, sqlite3.Error, CorruptStateError)
 
 
 def state_file_for(state_path: str | os.PathLike[str]) -> Path:
