@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from luigi.rpc_values import MAX_NAME_CHARS, free_problem, text_problem
 from luigi.server.api import decode_data
 from luigi.server.handlers import ClientError, GuardedHandler
 from luigi.server.settings import ServerSettings
@@ -124,6 +125,8 @@ class _Page(_HistoryHandler):
 
     async def get(self, *args: str) -> None:
         try:
+            for arg in args:
+                check_path_part(arg)
             await self.show(*args)  # tornado has already unquoted the path arguments
         except ClientError as error:
             self.render_page("error.html", title="Task history", message=error.message, status=error.status)
@@ -182,6 +185,9 @@ class ByParamsPage(_Page):
 
     async def show(self, name: str) -> None:
         params = decode_data(self.get_query_argument("data", "{}"))
+        found = free_problem(params)
+        if found is not None:
+            raise ClientError(400, f"'data' (the parameter values to look for) {found}")
         tasks = await self.query(self.history.find_records_by_parameters, name, params, PAGE_LIMIT)
         shown = ", ".join(f"{key}={value}" for key, value in sorted(params.items()))
         title = f"Runs of {name}({shown})"
@@ -192,9 +198,7 @@ class ByIdPage(_Page):
     """``/history/by_id/<id>``: one record with its parameters, runs and events."""
 
     async def show(self, record_id: str) -> None:
-        if not record_id.isdigit():
-            raise ClientError(400, f"'{record_id}' is not a history record id (expected a whole number)")
-        task = await self.query(self.history.find_task_by_id, int(record_id))
+        task = await self.query(self.history.find_task_by_id, record_id_of(record_id))
         self._show_record(task, f"No recorded task has the id {record_id}")
 
     def _show_record(self, task: Any, missing: str) -> None:
@@ -243,6 +247,7 @@ class RunsApi(_HistoryHandler):
 
     async def get(self, name: str) -> None:
         try:
+            check_path_part(name)
             runs = await self.query(self.history.find_runs_by_name, name, RUNS_LIMIT)
         except ClientError as error:
             self.refuse(error)
@@ -269,6 +274,28 @@ class StatusApi(_HistoryHandler):
     def get(self) -> None:
         status = self.history.status()
         self.write_json({**dataclasses.asdict(status), "lost": status.lost})
+
+
+def record_id_of(text: str) -> int:
+    """A history record id from a path: ASCII digits within SQLite's integer range, else a 4xx."""
+    if not (text.isascii() and text.isdigit()):
+        raise ClientError(400, f"{text[:40]!r} is not a history record id (expected a whole number)")
+    if len(text) > _MAX_ID_DIGITS or int(text) > _MAX_RECORD_ID:
+        raise ClientError(404, f"No recorded task has the id {text[:40]}")
+    return int(text)
+
+
+_MAX_RECORD_ID = (1 << 63) - 1
+_MAX_ID_DIGITS = len(str(_MAX_RECORD_ID))
+
+
+def check_path_part(text: str) -> None:
+    """A 400 unless a name taken from the path is text the history database can be asked about."""
+    found = text_problem(text, MAX_NAME_CHARS)
+    if found is None and "\x00" in text:
+        found = "holds a NUL character"
+    if found is not None:
+        raise ClientError(400, f"The name in the path {found}")
 
 
 def run_json(run: Any) -> dict[str, Any]:
