@@ -41,13 +41,13 @@ class Channel:
 
     def upgrade(self, token: str | None = None) -> tuple[int, dict[str, str], bytes]:
         auth = f"Authorization: Bearer {token}\r\n" if token else ""
-        head = "GET /api/_batch HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: luigi-rpc\r\n"
+        head = "GET /api/_batch HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: luigi-rpc\r\n"
         self.sock.sendall(f"{head}{auth}\r\n".encode())
         return self.answer()
 
     def post(self, name: str, data: Any, extra: str = "") -> None:
         body = data if isinstance(data, bytes) else json.dumps(data).encode()
-        head = f"POST /api/{name} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n{extra}\r\n"
+        head = f"POST /api/{name} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(body)}\r\n{extra}\r\n"
         self.sock.sendall(head.encode() + body)
 
     def answer(self) -> tuple[int, dict[str, str], bytes]:
@@ -134,9 +134,9 @@ def test_a_call_the_scheduler_refuses_keeps_the_channel_open(served, channel):
 @pytest.mark.parametrize(
     "raw, status, named",
     [
-        (b"GET /api/task_list HTTP/1.1\r\nHost: x\r\n\r\n", 405, "POST only"),
+        (b"GET /api/task_list HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 405, "POST only"),
         (b"POST /static/x HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 404, "/api/<method> only"),
-        (b"POST /api/ping HTTP/1.1\r\nHost: x\r\n\r\n", 411, "Content-Length"),
+        (b"POST /api/ping HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 411, "Content-Length"),
         (b"POST /api/ping HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "Transfer-Encoding"),
         (b"POST /api/ping HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400, "Content-Length"),
         (b"POST /api/ping HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}", 400, "request line"),

@@ -7,9 +7,11 @@ import os
 from typing import Any
 
 import tornado.web
+from tornado import httputil
 
 from luigi.server.api import BatchHandler, RpcHandler
-from luigi.server.handlers import NotFoundHandler, RootHandler, StaticHandler
+from luigi.server.guard import HostPolicy, refusal
+from luigi.server.handlers import NotFoundHandler, Refused, RootHandler, StaticHandler
 from luigi.server.history import history_routes
 from luigi.server.settings import ServerSettings
 
@@ -20,17 +22,37 @@ STATIC_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file
 access_logger = logging.getLogger("luigi.server.access")
 
 
+class LuigidApplication(tornado.web.Application):
+    """The routes, behind the ``luigi.server.guard`` checks that every request passes first."""
+
+    def find_handler(  # type: ignore[override]  # a refusal is a plain delegate, not a handler's
+        self, request: httputil.HTTPServerRequest, **kwargs: Any
+    ) -> httputil.HTTPMessageDelegate:
+        settings: ServerSettings = self.settings["server_settings"]
+        refused = refusal(self.settings["host_policy"], settings.cors, request.method or "", request.headers)
+        if refused is not None:
+            return Refused(request, settings, refused)
+        return super().find_handler(request, **kwargs)
+
+
 def app(
-    scheduler: Any, settings: ServerSettings | None = None, **tornado_settings: Any
+    scheduler: Any,
+    settings: ServerSettings | None = None,
+    host_policy: HostPolicy | None = None,
+    **tornado_settings: Any,
 ) -> tornado.web.Application:
     """The ``luigid`` web application serving ``scheduler``.
 
     Args:
         scheduler: anything with the methods of ``luigi.rpc_methods`` (normally a ``Scheduler``).
-        settings: auth, body cap, CORS; read from the configuration when None.
+        settings: auth, allowed hosts, body cap, CORS; read from the configuration when None.
+        host_policy: the names requests may be addressed to; by default ``settings.allowed_hosts``,
+            else the loopback names (``SchedulerServer`` adds the address it is bound to).
         tornado_settings: extra ``tornado.web.Application`` settings (they win over ours).
     """
     settings = settings if settings is not None else ServerSettings.from_config()
+    if host_policy is None:
+        host_policy = HostPolicy.for_server(settings.allowed_hosts, "127.0.0.1", unix=False)
     common = {"server_settings": settings}
     api = {"server_settings": settings, "scheduler": scheduler}
     routes: list[Any] = [
@@ -50,9 +72,10 @@ def app(
         "log_function": _log_request,
         "scheduler": scheduler,
         "server_settings": settings,
+        "host_policy": host_policy,
     }
     options.update(tornado_settings)
-    return tornado.web.Application(routes, **options)
+    return LuigidApplication(routes, **options)
 
 
 def _log_request(handler: tornado.web.RequestHandler) -> None:

@@ -12,7 +12,6 @@ OPTIONS, pages) goes to the tornado application unchanged.
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 import tornado.routing
@@ -21,35 +20,40 @@ from tornado import httputil
 
 from luigi.server.api import CappedBody, decode_data, is_json_content, serve_batch, utf8_text
 from luigi.server.channel import Channels, asks_for_channel
-from luigi.server.handlers import CONTENT_SECURITY_POLICY, ClientError, check_bearer_token, error_json
+from luigi.server.guard import HostPolicy, refusal
+from luigi.server.handlers import ClientError, Refused, check_bearer_token, error_json, write_answer
 from luigi.server.settings import ServerSettings
 
 logger = logging.getLogger("luigi.server")
-access_logger = logging.getLogger("luigi.server.access")
 
 BATCH_PATH = "/api/_batch"
 
 
 class ApiRouter(tornado.routing.Router):
     """JSON ``POST /api/_batch`` to ``FastBatch``, channel upgrades to ``ChannelUpgrade``, the rest to
-    ``application``."""
+    ``application`` (which applies the same ``luigi.server.guard`` checks to its own routes)."""
 
     def __init__(self, application: tornado.web.Application, channels: Channels):
         self.application = application
         self._channels = channels
+        self._hosts: HostPolicy = application.settings["host_policy"]
 
     def find_handler(
         self, request: httputil.HTTPServerRequest, **kwargs: Any
     ) -> httputil.HTTPMessageDelegate:
-        if (
-            request.method == "POST"
-            and request.path == BATCH_PATH
-            and is_json_content(request.headers.get("Content-Type", ""))
-        ):
-            return FastBatch(request, self._channels.scheduler, self._channels.settings)
-        if request.method == "GET" and request.path == BATCH_PATH and asks_for_channel(request.headers):
-            return ChannelUpgrade(request, self._channels)
-        return self.application.find_handler(request, **kwargs)
+        fast = request.path == BATCH_PATH and (
+            (request.method == "POST" and is_json_content(request.headers.get("Content-Type", "")))
+            or (request.method == "GET" and asks_for_channel(request.headers))
+        )
+        if not fast:
+            return self.application.find_handler(request, **kwargs)
+        settings = self._channels.settings
+        refused = refusal(self._hosts, settings.cors, request.method or "", request.headers)
+        if refused is not None:
+            return Refused(request, settings, refused)
+        if request.method == "POST":
+            return FastBatch(request, self._channels.scheduler, settings)
+        return ChannelUpgrade(request, self._channels)
 
 
 class FastBatch(httputil.HTTPMessageDelegate):
@@ -127,49 +131,3 @@ class ChannelUpgrade(httputil.HTTPMessageDelegate):
             )
             body = error_json(error.message).encode("utf-8")
             write_answer(self._request, self._channels.settings, error.status, body, error.headers)
-
-
-def write_answer(
-    request: httputil.HTTPServerRequest,
-    settings: ServerSettings,
-    status: int,
-    body: bytes,
-    extra: dict[str, str],
-) -> None:
-    """Answer ``request`` with a JSON ``body`` and luigid's usual headers (CORS as ``[cors]`` allows)."""
-    headers = httputil.HTTPHeaders(
-        {
-            "Server": "luigid",
-            "Content-Type": "application/json; charset=UTF-8",
-            "Content-Length": str(len(body)),
-            "Date": _http_date(),
-            "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-        }
-    )
-    for name, value in settings.cors.headers_for(request.headers.get("Origin"), False).items():
-        headers[name] = value
-    for name, value in extra.items():
-        headers[name] = value
-    start = httputil.ResponseStartLine("HTTP/1.1", status, httputil.responses.get(status, "Unknown"))
-    connection = request.connection
-    assert connection is not None
-    connection.write_headers(start, headers, body)
-    connection.finish()
-    access_logger.debug(
-        "%d %s %s (%s) %.1fms",
-        status,
-        request.method,
-        request.path,
-        request.remote_ip,
-        1000 * request.request_time(),
-    )
-
-
-_date = [0, ""]  # the Date header of the current second: formatting one costs more than the rest of them
-
-
-def _http_date() -> str:
-    now = int(time.time())
-    if now != _date[0]:
-        _date[:] = [now, httputil.format_timestamp(now)]
-    return str(_date[1])

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import hmac
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import tornado.escape
 import tornado.web
+from tornado import httputil
 
 from luigi.server.settings import ServerSettings
 
 logger = logging.getLogger("luigi.server")
+access_logger = logging.getLogger("luigi.server.access")
 
 VISUALISER_PATH = "/static/visualiser/index.html"
 # On every response: the visualiser runs only its own files, so a value that slipped onto a page as
@@ -178,6 +181,12 @@ class StaticHandler(GuardedHandler, tornado.web.StaticFileHandler):
     def prepare(self) -> None:
         self.add_cors_headers()
 
+    def validate_absolute_path(self, root: str, absolute_path: str) -> str | None:
+        # A NUL byte makes the file system calls below raise ValueError, which would answer 500.
+        if "\x00" in absolute_path:
+            raise tornado.web.HTTPError(404)
+        return super().validate_absolute_path(root, absolute_path)
+
     def initialize(  # type: ignore[override]
         self, server_settings: ServerSettings, path: str, default_filename: str | None = None
     ) -> None:
@@ -190,3 +199,70 @@ def _implements(handler: tornado.web.RequestHandler, method: str) -> bool:
     own = getattr(type(handler), method.lower(), None)
     default = getattr(tornado.web.RequestHandler, method.lower(), None)
     return own is not None and own is not default
+
+
+class Refused(httputil.HTTPMessageDelegate):
+    """A request refused before any route saw it: its body is ignored, then ``error`` is answered."""
+
+    def __init__(self, request: httputil.HTTPServerRequest, settings: ServerSettings, error: ClientError):
+        self._request = request
+        self._settings = settings
+        self._error = error
+
+    def finish(self) -> None:
+        error = self._error
+        logger.warning(
+            "%s %s from %s refused (%d): %s",
+            self._request.method,
+            self._request.path,
+            self._request.remote_ip,
+            error.status,
+            error.message,
+        )
+        write_answer(self._request, self._settings, error.status, error_json(error.message).encode(), {})
+
+
+def write_answer(
+    request: httputil.HTTPServerRequest,
+    settings: ServerSettings,
+    status: int,
+    body: bytes,
+    extra: dict[str, str],
+) -> None:
+    """Answer ``request`` with a JSON ``body`` and luigid's usual headers (CORS as ``[cors]`` allows)."""
+    headers = httputil.HTTPHeaders(
+        {
+            "Server": "luigid",
+            "Content-Type": "application/json; charset=UTF-8",
+            "Content-Length": str(len(body)),
+            "Date": _http_date(),
+            "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+        }
+    )
+    for name, value in settings.cors.headers_for(request.headers.get("Origin"), False).items():
+        headers[name] = value
+    for name, value in extra.items():
+        headers[name] = value
+    start = httputil.ResponseStartLine("HTTP/1.1", status, httputil.responses.get(status, "Unknown"))
+    connection = request.connection
+    assert connection is not None
+    connection.write_headers(start, headers, body)
+    connection.finish()
+    access_logger.debug(
+        "%d %s %s (%s) %.1fms",
+        status,
+        request.method,
+        request.path,
+        request.remote_ip,
+        1000 * request.request_time(),
+    )
+
+
+_date = [0, ""]  # the Date header of the current second: formatting one costs more than the rest of them
+
+
+def _http_date() -> str:
+    now = int(time.time())
+    if now != _date[0]:
+        _date[:] = [now, httputil.format_timestamp(now)]
+    return str(_date[1])

@@ -1,8 +1,9 @@
 """What ``luigid`` is told by configuration: the ``[cors]`` section and the server's own options.
 
 The server options live in ``[scheduler]`` beside the scheduler's: ``auth_token`` (or the
-``LUIGI_AUTH_TOKEN`` environment variable, which wins), ``max_body_size`` (bytes a request body may
-hold, default 16 MiB) and ``prune_interval`` (seconds between housekeeping runs, default 60).
+``LUIGI_AUTH_TOKEN`` environment variable, which wins), ``allowed_hosts`` (the names requests may be
+addressed to, see ``luigi.server.guard``), ``max_body_size`` (bytes a request body may hold, default
+16 MiB) and ``prune_interval`` (seconds between housekeeping runs, default 60).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from dataclasses import dataclass, field
 from luigi import configuration, parameter
 from luigi.task import Config
 
-__all__ = ["AUTH_TOKEN_ENV", "CorsPolicy", "ServerSettings", "cors"]
+__all__ = ["ANY_HOST", "AUTH_TOKEN_ENV", "CorsPolicy", "ServerSettings", "cors"]
 
 AUTH_TOKEN_ENV = "LUIGI_AUTH_TOKEN"
+ANY_HOST = "*"  # in ``allowed_hosts``: answer whatever the Host header says (behind a proxy that checks it)
 DEFAULT_MAX_BODY_SIZE = 16 * 1024 * 1024
 DEFAULT_PRUNE_INTERVAL = 60.0
 
@@ -102,6 +104,7 @@ class ServerSettings:
     """Everything the HTTP layer needs beyond the scheduler; ``from_config()`` reads it from the files."""
 
     auth_token: str | None = None
+    allowed_hosts: tuple[str, ...] = ()  # none listed: the bound address and the loopback names
     max_body_size: int = DEFAULT_MAX_BODY_SIZE
     prune_interval: float = DEFAULT_PRUNE_INTERVAL
     cors: CorsPolicy = field(default_factory=CorsPolicy)
@@ -121,8 +124,10 @@ class ServerSettings:
         """Read ``[scheduler]`` server options, ``LUIGI_AUTH_TOKEN`` and ``[cors]``."""
         config = configuration.get_config()
         token = os.environ.get(AUTH_TOKEN_ENV) or config.get("scheduler", "auth_token", None) or None
+        hosts = str(config.get("scheduler", "allowed_hosts", "") or "")
         return cls(
             auth_token=str(token) if token is not None else None,
+            allowed_hosts=tuple(name for name in hosts.replace(",", " ").split() if name),
             max_body_size=config.getint("scheduler", "max_body_size", DEFAULT_MAX_BODY_SIZE),
             prune_interval=config.getfloat("scheduler", "prune_interval", DEFAULT_PRUNE_INTERVAL),
             cors=CorsPolicy.from_config(),
