@@ -1,0 +1,94 @@
+"""The streams behind `S3Target.open`: reading an object as it downloads, writing one atomically."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import secrets
+import tempfile
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from luigi.contrib.s3.errors import translated_errors
+from luigi.target import AtomicLocalFile
+
+if TYPE_CHECKING:
+    from luigi.contrib.s3.client import S3Client
+
+__all__ = ["AtomicS3File", "ObjectHandle", "ReadableS3File"]
+
+
+class _StreamingBodyAdaptor(io.RawIOBase):
+    """A botocore ``StreamingBody`` as a raw stream, so `io.BufferedReader` can buffer and split lines."""
+
+    def __init__(self, streaming_body: Any) -> None:
+        self.body = streaming_body
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.body.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.body.close()
+        super().close()
+
+
+@dataclass(frozen=True)
+class ObjectHandle:
+    """The little of a boto3 ``Object`` that `ReadableS3File` needs, on the shared low-level client.
+
+    Cheaper than a boto3 resource, which builds a client of its own.
+    """
+
+    client: Any = field(repr=False)
+    bucket_name: str
+    key: str
+
+    def get(self, **kwargs: Any) -> dict[str, Any]:
+        """The GetObject answer (its ``Body`` streams the content)."""
+        return dict(self.client.get_object(Bucket=self.bucket_name, Key=self.key, **kwargs))
+
+
+class ReadableS3File(io.BufferedReader):
+    """The content of an S3 object, read as it downloads; ``s3_key`` is a boto3 Object or ObjectSummary.
+
+    The download starts here (one GET); iterating yields lines.
+    """
+
+    def __init__(self, s3_key: Any) -> None:
+        self.s3_key = s3_key
+        path = f"s3://{s3_key.bucket_name}/{s3_key.key}"
+        with translated_errors("read", path):
+            body = s3_key.get()["Body"]
+        super().__init__(_StreamingBodyAdaptor(body))
+
+
+class AtomicS3File(AtomicLocalFile):
+    """A file written locally and uploaded to ``path`` when closed: the object appears whole or not at all.
+
+    Leaving a ``with`` block through an exception uploads nothing. ``kwargs`` are boto3 upload ``ExtraArgs``
+    (ContentType, ServerSideEncryption, ...).
+    """
+
+    def __init__(self, path: str, s3_client: S3Client, **kwargs: Any) -> None:
+        self.s3_client = s3_client
+        self.s3_options = kwargs
+        super().__init__(path)
+
+    def generate_tmp_path(self, path: str) -> str:
+        return os.path.join(tempfile.gettempdir(), f"luigi-s3-tmp-{secrets.token_hex(8)}")
+
+    def move_to_final_destination(self) -> None:
+        """Upload the finished local file, then delete it whether or not the upload worked."""
+        try:
+            self.s3_client.put_multipart(self.tmp_path, self.path, **self.s3_options)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.tmp_path)
+            self._tmp_path_moved = True
