@@ -3,16 +3,22 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
+DEMO_STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint venv clean browser
+.PHONY: test demo lint venv clean browser services
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
+# The demo needs the package alone; the tests need the test extra (the contrib clients, pytest, linters).
+$(DEMO_STAMP): $(BIN)/python setup.py pyproject.toml
+	$(BIN)/pip install --quiet -e .
+	touch $(DEMO_STAMP)
+
 $(STAMP): $(BIN)/python setup.py pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
 
 venv: $(STAMP)
 
@@ -24,10 +30,14 @@ lint: $(STAMP)
 browser:
 	scripts/ensure-browser.sh
 
-test: lint browser
+# The programs the contrib tests start as private servers (Redis, MariaDB, sshd), installed where missing.
+services:
+	scripts/ensure-test-services.sh
+
+test: lint browser services
 	$(BIN)/pytest -n auto -q
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/python -m examples.demo
 
 clean:
