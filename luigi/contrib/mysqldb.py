@@ -1,0 +1,380 @@
+"""MySQL and MariaDB: a marker-table target and a ``CopyToTable`` that inserts rows in bulk.
+
+The driver is PyMySQL (``pip install 'luigi[mysql]'``), or mysql-connector-python (the one Luigi used)
+when that is the one installed; it is imported at the first connection. A copy runs in one transaction
+with its marker row: a failed copy leaves neither rows nor marker (nor a table the copy created), and a
+finished one is never repeated.
+
+Config (``[mysql]``): ``marker_table`` (default ``table_updates``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import luigi
+from luigi.contrib import rdbms
+from luigi.contrib.optional import require
+from luigi.contrib.rdbms import (
+    ConfigDefault,
+    DatabaseConnectionError,
+    MarkerTableError,
+    TableCopyError,
+    column_names,
+    describe_database,
+    redact,
+    split_table_name,
+)
+
+__all__ = ["CopyToTable", "MySqlTarget"]
+
+logger = logging.getLogger("luigi-interface")
+
+ER_NO_SUCH_TABLE = 1146
+
+
+@dataclass(frozen=True)
+class Driver:
+    """The DB-API module in use (PyMySQL or mysql.connector) and what differs between the two."""
+
+    module: ModuleType
+
+    @property
+    def Error(self) -> type[Exception]:  # noqa: N802 - mirrors the DB-API attribute name
+        return self.module.Error
+
+    def connect(self, **params: Any) -> Any:
+        if self.module.__name__ == "pymysql":
+            params.setdefault("charset", "utf8mb4")
+        return self.module.connect(**params)
+
+
+def driver() -> Driver:
+    """PyMySQL when it imports, else mysql.connector, else MissingExtraError naming the ``mysql`` extra."""
+    for name in ("pymysql", "mysql.connector"):
+        try:
+            return Driver(importlib.import_module(name))
+        except ImportError:
+            continue
+    return Driver(require("pymysql", "mysql", "luigi.contrib.mysqldb"))
+
+
+def error_code(exc: BaseException) -> int | None:
+    """The server's error number of a PyMySQL or mysql.connector error."""
+    code = getattr(exc, "errno", None)
+    if code is None and exc.args and isinstance(exc.args[0], int):
+        code = exc.args[0]
+    return code
+
+
+def error_text(exc: BaseException) -> str:
+    """A driver error on one line: its class name and message."""
+    message = exc.args[1] if len(exc.args) > 1 and isinstance(exc.args[0], int) else str(exc)
+    return f"{type(exc).__name__}: {' '.join(str(message).split())}"
+
+
+def rollback_quietly(connection: Any) -> None:
+    """Roll back after a failure; a broken connection has nothing left to undo."""
+    try:
+        connection.rollback()
+    except Exception:  # noqa: BLE001 - the original failure is what gets reported
+        logger.debug("rollback after a failed copy failed too", exc_info=True)
+
+
+class MySqlTarget(luigi.Target):
+    """A row ``update_id`` in the marker table: present once the load it names has finished.
+
+    ``cnx_kwargs`` go to the driver's ``connect()`` unchanged (e.g. ``ssl``, ``connect_timeout``).
+    """
+
+    marker_table = ConfigDefault("mysql", "marker_table", "table_updates")
+    DEFAULT_DB_PORT = 3306
+    engine = "MySQL"
+
+    def __init__(
+        self,
+        host: str,
+        database: str,
+        user: str,
+        password: str,
+        table: str,
+        update_id: str,
+        **cnx_kwargs: Any,
+    ) -> None:
+        port = cnx_kwargs.pop("port", None)
+        if ":" in host:
+            host, _, port = host.rpartition(":")
+        self.host = host
+        self.port = int(port or self.DEFAULT_DB_PORT)
+        self.database = database
+        self.user = user
+        self.password = password
+        self.table = table
+        self.update_id = update_id
+        self.cnx_kwargs = cnx_kwargs
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(host={self.host!r}, port={self.port}, database={self.database!r}, "
+            f"user={self.user!r}, table={self.table!r}, update_id={self.update_id!r})"
+        )
+
+    def __str__(self) -> str:
+        return f"{self.where()} table {self.table!r} (update_id {self.update_id!r})"
+
+    def where(self) -> str:
+        """The database this target lives in, for messages."""
+        return describe_database(self.engine, self.host, self.port, self.database)
+
+    def connect(self, autocommit: bool = False) -> Any:
+        """A new connection; DatabaseConnectionError naming the server (never the password) if refused."""
+        active = driver()
+        try:
+            return active.connect(
+                host=self.host,
+                port=self.port,
+                user=self.user,
+                password=self.password,
+                database=self.database,
+                autocommit=autocommit,
+                **self.cnx_kwargs,
+            )
+        except active.Error as exc:
+            cause = redact(error_text(exc), [self.password])
+        raise DatabaseConnectionError(f"cannot connect to {self.where()} as user {self.user!r}: {cause}")
+
+    @contextlib.contextmanager
+    def _own_connection(self) -> Iterator[Any]:
+        connection = self.connect(autocommit=True)
+        try:
+            yield connection
+        finally:
+            connection.close()
+
+    def exists(self, connection: Any = None) -> bool:
+        """Whether the marker row exists (False while the marker table does not)."""
+        active = driver()
+        try:
+            if connection is None:
+                with self._own_connection() as own:
+                    return self._marker_row_exists(own)
+            return self._marker_row_exists(connection)
+        except active.Error as exc:
+            failure = self._marker_error("checking", exc)
+        raise failure
+
+    def _marker_row_exists(self, connection: Any) -> bool:
+        cursor = connection.cursor()
+        try:
+            cursor.execute(
+                f"SELECT 1 FROM {self.marker_table} WHERE update_id = %s LIMIT 1", (self.update_id,)
+            )
+        except driver().Error as exc:
+            if error_code(exc) == ER_NO_SUCH_TABLE:
+                return False
+            raise
+        return cursor.fetchone() is not None
+
+    def touch(self, connection: Any = None) -> None:
+        """Write (or refresh) the marker row; on ``connection``, inside its transaction, if given."""
+        self.create_marker_table()
+        active = driver()
+        sql = (
+            f"INSERT INTO {self.marker_table} (update_id, target_table) VALUES (%s, %s) "
+            "ON DUPLICATE KEY UPDATE update_id = VALUES(update_id)"
+        )
+        try:
+            if connection is None:
+                with self._own_connection() as own:
+                    own.cursor().execute(sql, (self.update_id, self.table))
+            else:
+                connection.cursor().execute(sql, (self.update_id, self.table))
+            return
+        except active.Error as exc:
+            failure = self._marker_error("writing", exc)
+        raise failure
+
+    def create_marker_table(self) -> None:
+        """Create the marker table unless it exists, on a connection of its own (DDL commits at once)."""
+        sql = (
+            f"CREATE TABLE IF NOT EXISTS {self.marker_table} ("
+            "id BIGINT NOT NULL AUTO_INCREMENT, "
+            "update_id VARCHAR(255) NOT NULL, "
+            "target_table VARCHAR(128), "
+            "inserted TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
+            "PRIMARY KEY (update_id), KEY id (id))"
+        )
+        active = driver()
+        try:
+            with self._own_connection() as own:
+                own.cursor().execute(sql)
+            return
+        except active.Error as exc:
+            failure = self._marker_error("creating", exc)
+        raise failure
+
+    def _marker_error(self, action: str, exc: BaseException) -> MarkerTableError:
+        cause = redact(error_text(exc), [self.password])
+        return MarkerTableError(
+            f"{action} the marker table {self.marker_table!r} of {self.where()} for "
+            f"update_id {self.update_id!r} failed: {cause}"
+        )
+
+
+class CopyToTable(rdbms.CopyToTable):
+    """Insert ``rows()`` into a MySQL/MariaDB table in batches of ``bulk_size``, in one transaction.
+
+    By default the rows are the tab-separated lines of ``self.input()``. A missing table is created from
+    (name, type) ``columns``; MySQL commits DDL at once, so a failed copy drops a table it created.
+    """
+
+    bulk_size = 10000
+    information_schema_current = "DATABASE()"
+    fold_identifiers = False  # MySQL table names are case-sensitive on Linux
+
+    def rows(self) -> Iterator[Sequence[Any]]:
+        """The rows to load: by default each line of the input target split on tabs."""
+        with self.input().open("r") as handle:
+            for line in handle:
+                yield line.rstrip("\n").split("\t")
+
+    def output(self) -> MySqlTarget:
+        extra = {"port": self.port} if self.port else {}
+        return MySqlTarget(
+            host=self.host,
+            database=self.database,
+            user=self.user,
+            password=self.password,
+            table=self.table,
+            update_id=self.update_id(),
+            **extra,
+        )
+
+    def copy(self, cursor: Any, file: Any = None) -> None:
+        """INSERT the rows in batches of ``bulk_size`` (the driver sends each batch as one statement)."""
+        names = column_names(self.columns)
+        placeholders = ", ".join(["%s"] * len(names))
+        sql = f"INSERT INTO {self.table} ({', '.join(names)}) VALUES ({placeholders})"
+        batch: list[Sequence[Any]] = []
+        for number, row in enumerate(self.rows(), start=1):
+            if len(row) != len(names):
+                raise ValueError(
+                    f"{self}: row {number} has {len(row)} values but table {self.table!r} is loaded with "
+                    f"{len(names)} columns {names}: fix rows() or columns"
+                )
+            batch.append(tuple(row))
+            if len(batch) >= self.bulk_size:
+                cursor.executemany(sql, batch)
+                batch = []
+        if batch:
+            cursor.executemany(sql, batch)
+
+    def run(self) -> None:
+        self._check_declared()
+        output = self.output()
+        connection = output.connect()
+        try:
+            self._load(connection, output)
+        finally:
+            connection.close()
+
+    def _load(self, connection: Any, output: MySqlTarget) -> None:
+        """init_copy, copy, post_copy and the marker in one transaction; undone on any failure."""
+        active = driver()
+        created = [False]
+        try:
+            self._copy_creating_table(connection, created)
+            self.post_copy(connection)
+            if self.enable_metadata_columns:
+                self.post_copy_metacolumns(connection.cursor())
+            output.touch(connection)
+            connection.commit()
+            return
+        except active.Error as exc:
+            self._undo(connection, created[0])
+            failure = self._copy_error(connection, output, exc)
+        except BaseException:
+            self._undo(connection, created[0])
+            raise
+        raise failure
+
+    def _copy_creating_table(self, connection: Any, created: list[bool]) -> None:
+        """Create a missing table first when ``columns`` say how, so ``rows()`` is read only once."""
+        if self._declares_types() and not self._table_exists(connection):
+            self._create(connection, created)
+        for attempt in (1, 2):
+            try:
+                self.init_copy(connection)
+                self.copy(connection.cursor())
+                return
+            except driver().Error as exc:
+                if attempt == 2 or error_code(exc) != ER_NO_SUCH_TABLE:
+                    raise
+            connection.rollback()
+            self._create(connection, created)
+
+    def _declares_types(self) -> bool:
+        return all(isinstance(column, (tuple, list)) and len(column) == 2 for column in self.columns)
+
+    def _table_exists(self, connection: Any) -> bool:
+        schema, name = split_table_name(self.table, fold=False)
+        schema_sql = "%s" if schema else "DATABASE()"
+        cursor = connection.cursor()
+        cursor.execute(
+            f"SELECT 1 FROM information_schema.tables WHERE table_schema = {schema_sql} AND table_name = %s",
+            (*([schema] if schema else []), name),
+        )
+        return cursor.fetchone() is not None
+
+    def _create(self, connection: Any, created: list[bool]) -> None:
+        logger.info("Creating table %s", self.table)
+        self.create_table(connection)
+        created[0] = True
+
+    def _undo(self, connection: Any, drop_table: bool) -> None:
+        """Roll back, and drop the table this copy created (its CREATE was committed by MySQL)."""
+        rollback_quietly(connection)
+        if not drop_table:
+            return
+        try:
+            connection.cursor().execute(f"DROP TABLE IF EXISTS {self.table}")
+        except Exception:  # noqa: BLE001 - the copy's own failure is what gets reported
+            logger.warning("could not drop table %s created by the failed copy", self.table, exc_info=True)
+
+    def _copy_error(self, connection: Any, output: MySqlTarget, exc: BaseException) -> TableCopyError:
+        cause = redact(error_text(exc), [self.password])
+        hint = _column_mismatch(connection, self.table, column_names(self.columns))
+        return TableCopyError(
+            f"copying rows into table {self.table!r} of {output.where()} failed, nothing was written: "
+            f"{cause}{hint}"
+        )
+
+
+def _column_mismatch(connection: Any, table: str, declared: list[str]) -> str:
+    """`` (the table has columns ...)`` when ``table`` exists without all the ``declared`` columns."""
+    schema, name = split_table_name(table, fold=False)
+    schema_sql = "%s" if schema else "DATABASE()"
+    try:
+        cursor = connection.cursor()
+        cursor.execute(
+            "SELECT column_name FROM information_schema.columns "
+            f"WHERE table_schema = {schema_sql} AND table_name = %s ORDER BY ordinal_position",
+            (*([schema] if schema else []), name),
+        )
+        actual = [str(row[0]) for row in cursor.fetchall()]
+        connection.rollback()
+    except Exception:  # noqa: BLE001 - only a hint; the copy error is what matters
+        return ""
+    missing = [column for column in declared if column.lower() not in [a.lower() for a in actual]]
+    if not actual or not missing:
+        return ""
+    return (
+        f" (table {table!r} has columns {actual}, but the task copies {declared}: "
+        "alter the table or the task's columns)"
+    )

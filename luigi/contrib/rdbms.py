@@ -1,0 +1,313 @@
+"""Abstract bases for tasks that load rows into, or run a query on, a relational database.
+
+``CopyToTable`` and ``Query`` hold what every backend shares (connection settings, the column
+declaration, ``create_table``, the ``init_copy``/``post_copy`` hooks, metadata columns); the backends
+(``luigi.contrib.postgres``, ``luigi.contrib.mysqldb``, ``luigi.contrib.redshift``) add the driver, the
+copy itself and the marker-table target. The errors below are the ones those backends raise: each names
+the database or table and the cause, and never carries a password or a secret key.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import luigi
+from luigi import configuration
+from luigi.task import MixinNaiveBulkComplete
+
+__all__ = [
+    "CopyToTable",
+    "DatabaseConnectionError",
+    "MarkerTableError",
+    "Query",
+    "QueryError",
+    "RdbmsError",
+    "TableCopyError",
+    "column_names",
+]
+
+logger = logging.getLogger("luigi-interface")
+
+REDACTED = "<redacted>"
+
+
+class RdbmsError(RuntimeError):
+    """A database operation of a contrib task or target failed; the message names where and why."""
+
+
+class DatabaseConnectionError(RdbmsError):
+    """The database server refused the connection, could not be reached, or rejected the login."""
+
+
+class TableCopyError(RdbmsError):
+    """Copying rows into a table failed; the copy was rolled back, so neither rows nor marker remain."""
+
+
+class QueryError(RdbmsError):
+    """A query task's statement failed; its transaction was rolled back and no marker was written."""
+
+
+class MarkerTableError(RdbmsError):
+    """Reading or writing the marker table that records finished updates failed."""
+
+
+def describe_database(engine: str, host: str, port: Any, database: str) -> str:
+    """``PostgreSQL database 'db' at host:port``: where an operation ran, for error messages."""
+    return f"{engine} database {database!r} at {host}:{port}"
+
+
+def redact(text: str, secrets: Iterable[str | None]) -> str:
+    """``text`` with every non-empty secret in ``secrets`` replaced, longest first."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def column_names(columns: Sequence[Any]) -> list[str]:
+    """The names in a ``columns`` declaration: plain strings or (name, type[, ...]) tuples.
+
+    Raises ValueError naming the bad entry when one is neither.
+    """
+    names = []
+    for column in columns:
+        if isinstance(column, str):
+            names.append(column)
+        elif isinstance(column, (tuple, list)) and column and isinstance(column[0], str):
+            names.append(column[0])
+        else:
+            raise ValueError(
+                f"columns must be names or (name, type) tuples, but one is {column!r}: fix the task's columns"
+            )
+    return names
+
+
+def split_table_name(table: str, fold: bool = True) -> tuple[str | None, str]:
+    """(schema or None, table) from ``schema.table`` or ``table``; ``fold`` lower-cases as PostgreSQL does."""
+    schema, _, name = table.rpartition(".")
+    if fold:
+        schema, name = schema.lower(), name.lower()
+    return (schema or None), name
+
+
+def sql_literal(text: str) -> str:
+    """``text`` as a standard SQL string literal (quotes doubled)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+class ConfigDefault:
+    """A class attribute whose default is read from ``[section] option`` each time it is used.
+
+    Luigi read these when the module was imported, so a config set later was ignored; here the value is
+    looked up on access. Assigning on an instance, or overriding in a subclass, still wins.
+    """
+
+    def __init__(self, section: str, option: str, default: Any) -> None:
+        self.section, self.option, self.default = section, option, default
+        self.name = option
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is not None and self.name in vars(instance):
+            return vars(instance)[self.name]
+        config = configuration.get_config()
+        if isinstance(self.default, bool):
+            return config.getboolean(self.section, self.option, self.default)
+        return config.get(self.section, self.option, self.default)
+
+    def __set__(self, instance: Any, value: Any) -> None:
+        vars(instance)[self.name] = value
+
+
+class _MetadataColumnsMixin:
+    """Optional extra columns (load time, source, ...) added to the table and filled by queries.
+
+    Set ``enable_metadata_columns = True`` and list ``metadata_columns`` as (name, type) tuples; missing
+    ones are added with ALTER TABLE in ``init_copy``, and ``metadata_queries`` run after the copy.
+    """
+
+    information_schema_current = "current_schema()"
+    fold_identifiers = True
+
+    @property
+    def table(self) -> str:
+        """The table the columns belong to (given by the task class)."""
+        raise NotImplementedError(f"{type(self).__name__} must define table")
+
+    @property
+    def metadata_columns(self) -> list[tuple[str, ...]]:
+        """Columns to add to the table when absent, as (name, type) tuples."""
+        return []
+
+    @property
+    def metadata_queries(self) -> list[str]:
+        """Statements run after the copy, typically filling the metadata columns."""
+        return []
+
+    @property
+    def enable_metadata_columns(self) -> bool:
+        """Whether to add ``metadata_columns`` and run ``metadata_queries``."""
+        return False
+
+    def _add_metadata_columns(self, connection: Any) -> None:
+        cursor = connection.cursor()
+        for column in self.metadata_columns:
+            if not column:
+                raise ValueError(f"a metadata column of table {self.table!r} is empty: give (name, type)")
+            if not self._column_exists(cursor, column[0]):
+                logger.info("Adding missing metadata column %s to %s", column[0], self.table)
+                self._add_column_to_table(cursor, column)
+
+    def _column_exists(self, cursor: Any, column_name: str) -> bool:
+        schema, table = split_table_name(self.table, self.fold_identifiers)
+        schema_sql = "%s" if schema else self.information_schema_current
+        cursor.execute(
+            "SELECT 1 FROM information_schema.columns "
+            f"WHERE table_schema = {schema_sql} AND table_name = %s AND column_name = %s LIMIT 1",
+            (*([schema] if schema else []), table, column_name.lower()),
+        )
+        return cursor.fetchone() is not None
+
+    def _add_column_to_table(self, cursor: Any, column: Sequence[str]) -> None:
+        if len(column) < 2:
+            raise ValueError(
+                f"metadata column {column[0]!r} of table {self.table!r} needs a type: (name, type)"
+            )
+        definition = " ".join(column[:2]) + (f" ENCODE {column[2]}" if len(column) > 2 else "")
+        cursor.execute(f"ALTER TABLE {self.table} ADD COLUMN {definition}")
+
+    def post_copy_metacolumns(self, cursor: Any) -> None:
+        """Run ``metadata_queries`` in the copy's transaction."""
+        logger.info("Executing post copy metadata queries")
+        for query in self.metadata_queries:
+            cursor.execute(query)
+
+
+class CopyToTable(MixinNaiveBulkComplete, _MetadataColumnsMixin, luigi.Task):
+    """Load ``rows()`` into ``table`` of a database, once: the output is a marker-table target.
+
+    Subclasses give ``host``, ``database``, ``user``, ``password`` and ``table`` (class attributes or
+    properties, so the password never becomes part of the task id) and ``columns``: names, or
+    (name, type) tuples, which also let the task create a missing table.
+    """
+
+    @property
+    @abc.abstractmethod
+    def host(self) -> str:
+        """Server host name, optionally ``host:port``."""
+
+    @property
+    @abc.abstractmethod
+    def database(self) -> str:
+        """Database name."""
+
+    @property
+    @abc.abstractmethod
+    def user(self) -> str:
+        """User to log in as."""
+
+    @property
+    @abc.abstractmethod
+    def password(self) -> str:
+        """Password of ``user``."""
+
+    @property
+    @abc.abstractmethod
+    def table(self) -> str:
+        """Table to load, optionally ``schema.table``."""
+
+    port: int | None = None
+    columns: list[Any] = []
+    null_values: tuple[Any, ...] = (None,)
+    column_separator = "\t"
+
+    def create_table(self, connection: Any) -> None:
+        """Create ``table`` from the (name, type) ``columns``; called when the copy finds no table."""
+        if not self.columns or not all(
+            isinstance(column, (tuple, list)) and len(column) == 2 for column in self.columns
+        ):
+            raise NotImplementedError(
+                f"table {self.table!r} does not exist and {type(self).__name__} cannot create it: columns "
+                f"{self.columns!r} give no types. Declare columns as (name, type) tuples, create the table "
+                "first, or override create_table()"
+            )
+        definitions = ", ".join(f"{name} {type_}" for name, type_ in self.columns)
+        connection.cursor().execute(f"CREATE TABLE {self.table} ({definitions})")
+
+    def update_id(self) -> str:
+        """The identifier of this load in the marker table: the task id, unique per parameters."""
+        return self.task_id
+
+    @abc.abstractmethod
+    def output(self) -> Any:
+        """The marker-table target of the backend."""
+
+    def init_copy(self, connection: Any) -> None:
+        """Hook run in the copy's transaction before the rows go in (e.g. delete old rows)."""
+        if self.enable_metadata_columns:
+            self._add_metadata_columns(connection)
+
+    def post_copy(self, connection: Any) -> None:
+        """Hook run in the copy's transaction after the rows went in, before the marker is written."""
+
+    @abc.abstractmethod
+    def copy(self, cursor: Any, file: Any) -> None:
+        """Send the rows to the database."""
+
+    def _check_declared(self) -> None:
+        """Fail early, naming the task, when ``table`` or ``columns`` is missing."""
+        if not (self.table and self.columns):
+            raise ValueError(f"{self}: table and columns need to be specified (table={self.table!r})")
+
+
+class Query(MixinNaiveBulkComplete, luigi.Task):
+    """Run ``query`` on a database once; the output is a marker-table target recording it ran."""
+
+    @property
+    @abc.abstractmethod
+    def host(self) -> str:
+        """Server host name, optionally ``host:port``."""
+
+    @property
+    @abc.abstractmethod
+    def database(self) -> str:
+        """Database name."""
+
+    @property
+    @abc.abstractmethod
+    def user(self) -> str:
+        """User to log in as."""
+
+    @property
+    @abc.abstractmethod
+    def password(self) -> str:
+        """Password of ``user``."""
+
+    @property
+    @abc.abstractmethod
+    def table(self) -> str:
+        """The table the query concerns (recorded in the marker table)."""
+
+    @property
+    @abc.abstractmethod
+    def query(self) -> str:
+        """The SQL to run."""
+
+    port: int | None = None
+    autocommit = False
+
+    def update_id(self) -> str:
+        """The identifier of this run in the marker table: the task id."""
+        return self.task_id
+
+    @abc.abstractmethod
+    def run(self) -> None:
+        """Execute ``query`` and mark the run done."""
+
+    @abc.abstractmethod
+    def output(self) -> Any:
+        """The marker-table target of the backend."""

@@ -1,0 +1,448 @@
+"""luigi.contrib.postgres against a real PostgreSQL server (scripts/start-postgres.sh), through luigi.build.
+
+Every test works in a schema of its own: tables are ``<schema>.name`` and the marker table is
+``<schema>.table_updates`` (``[postgres] marker_table``), so tests never see each other's rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from postgres_helpers import require_postgres
+
+import luigi
+from luigi import Event, LuigiStatusCode
+from luigi.contrib import postgres
+from luigi.contrib.optional import MissingExtraError
+from luigi.contrib.rdbms import DatabaseConnectionError, QueryError, TableCopyError
+
+pytestmark = pytest.mark.postgres
+
+WRONG_PASSWORD = "not-the-password-7f3a"
+
+
+@dataclass
+class PgServer:
+    """Where the test server is, the test's own schema, and a direct connection for checking."""
+
+    host: str
+    port: int
+    database: str
+    user: str
+    password: str
+    schema: str
+    psycopg: Any  # kept here: some tests hide the module from the code under test
+
+    def connect(self) -> Any:
+        return self.psycopg.connect(
+            host=self.host,
+            port=self.port,
+            dbname=self.database,
+            user=self.user,
+            password=self.password,
+            autocommit=True,
+        )
+
+    def query(self, sql: str, params: tuple = ()) -> list[tuple]:
+        with self.connect() as connection:
+            return connection.execute(sql, params).fetchall()
+
+    def execute(self, sql: str) -> None:
+        with self.connect() as connection:
+            connection.execute(sql)
+
+    def table_exists(self, name: str) -> bool:
+        return bool(self.query("SELECT to_regclass(%s)::text", (f"{self.schema}.{name}",))[0][0])
+
+    def markers(self) -> list[tuple]:
+        if not self.table_exists("table_updates"):
+            return []
+        return self.query(f"SELECT update_id, target_table FROM {self.schema}.table_updates ORDER BY 1")
+
+    def configure(self, password: str | None = None, port: int | None = None) -> None:
+        """Point the test tasks (section ``[pg_test]``) at this server; the marker table in the schema."""
+        config = luigi.configuration.get_config()
+        config.set("postgres", "marker_table", f"{self.schema}.table_updates")
+        config.set("pg_test", "host", self.host)
+        config.set("pg_test", "port", str(port or self.port))
+        config.set("pg_test", "database", self.database)
+        config.set("pg_test", "user", self.user)
+        config.set("pg_test", "password", password or self.password)
+
+
+@pytest.fixture
+def pg() -> Iterator[PgServer]:
+    from sqlalchemy.engine import make_url
+
+    url = make_url(require_postgres())
+    import psycopg
+
+    server = PgServer(
+        host=str(url.host),
+        port=int(url.port or 5432),
+        database=str(url.database),
+        user=str(url.username),
+        password=str(url.password),
+        schema=f"luigi_pg_{uuid.uuid4().hex[:12]}",
+        psycopg=psycopg,
+    )
+    server.execute(f"CREATE SCHEMA {server.schema}")
+    server.configure()
+    try:
+        yield server
+    finally:
+        server.execute(f"DROP SCHEMA {server.schema} CASCADE")
+
+
+def _setting(name: str) -> str:
+    return luigi.configuration.get_config().get("pg_test", name)
+
+
+class ServerSettings:
+    """Connection settings from config, as users keep them: never parameters, so never in task ids."""
+
+    @property
+    def host(self) -> str:
+        return _setting("host")
+
+    @property
+    def port(self) -> int:
+        return int(_setting("port"))
+
+    @property
+    def database(self) -> str:
+        return _setting("database")
+
+    @property
+    def user(self) -> str:
+        return _setting("user")
+
+    @property
+    def password(self) -> str:
+        return _setting("password")
+
+
+def _schema() -> str:
+    return luigi.configuration.get_config().get("postgres", "marker_table").split(".")[0]
+
+
+class Scores(ServerSettings, postgres.CopyToTable):
+    """Loads a few rows (with awkward characters and a NULL) into <schema>.scores, creating the table."""
+
+    day = luigi.Parameter()
+    columns = [("name", "TEXT"), ("score", "INT")]
+    runs: list[str] = []
+
+    @property
+    def table(self) -> str:
+        return f"{_schema()}.scores"
+
+    def rows(self):
+        type(self).runs.append(self.day)
+        yield ("plain", 1)
+        yield ("tab\there, newline\nthere, back\\slash", 2)
+        yield ("\\N", None)
+        yield (None, 4)
+
+
+class FailingHalfway(Scores):
+    """Yields two good rows, then raises: nothing may reach the table."""
+
+    def rows(self):
+        yield ("first", 1)
+        yield ("second", 2)
+        raise RuntimeError("upstream file is truncated")
+
+
+class BadValue(Scores):
+    """The database rejects the second row ('many' is not an INT) during the COPY."""
+
+    def rows(self):
+        yield ("first", 1)
+        yield ("second", "many")
+
+
+class CommaSeparated(Scores):
+    column_separator = ","
+
+    def rows(self):
+        yield ("a,b", 1)
+        yield ("c", None)
+
+
+class CountScores(ServerSettings, postgres.PostgresQuery):
+    """Writes a summary of <schema>.scores into <schema>.score_count."""
+
+    day = luigi.Parameter()
+
+    @property
+    def table(self) -> str:
+        return f"{_schema()}.score_count"
+
+    @property
+    def query(self) -> str:
+        return f"CREATE TABLE {self.table} AS SELECT count(*) AS n FROM {_schema()}.scores"
+
+
+class BrokenQuery(CountScores):
+    @property
+    def query(self) -> str:
+        return f"INSERT INTO {self.table} SELECT 1; SELECT no_such_column FROM {_schema()}.scores"
+
+
+@pytest.fixture
+def failures(events) -> list[tuple[Any, BaseException]]:
+    seen, listen = events
+    listen(Event.FAILURE)
+    yield seen
+
+
+def _exceptions(failures) -> list[BaseException]:
+    return [args[1] for _, args in failures]
+
+
+def test_copy_loads_rows_escaped_with_nulls_and_marks_the_update(pg: PgServer) -> None:
+    task = Scores(day="2024-01-01")
+
+    assert luigi.build([task], local_scheduler=True) is True
+
+    rows = pg.query(f"SELECT name, score FROM {pg.schema}.scores ORDER BY score NULLS LAST")
+    assert rows == [
+        ("plain", 1),
+        ("tab\there, newline\nthere, back\\slash", 2),
+        (None, 4),
+        ("\\N", None),
+    ]
+    assert pg.markers() == [(task.task_id, f"{pg.schema}.scores")]
+    inserted = pg.query(f"SELECT inserted FROM {pg.schema}.table_updates")[0][0]
+    assert inserted is not None
+
+
+def test_rerunning_a_finished_copy_is_a_no_op(pg: PgServer) -> None:
+    Scores.runs = []
+    assert luigi.build([Scores(day="d1")], local_scheduler=True) is True
+
+    result = luigi.build([Scores(day="d1")], local_scheduler=True, detailed_summary=True)
+
+    assert result.status == LuigiStatusCode.SUCCESS
+    assert Scores.runs == ["d1"]
+    assert pg.query(f"SELECT count(*) FROM {pg.schema}.scores") == [(4,)]
+    assert len(pg.markers()) == 1
+
+
+def test_each_parameter_value_is_its_own_update(pg: PgServer) -> None:
+    assert luigi.build([Scores(day="d1"), Scores(day="d2")], local_scheduler=True) is True
+
+    assert pg.query(f"SELECT count(*) FROM {pg.schema}.scores") == [(8,)]
+    assert len(pg.markers()) == 2
+
+
+def test_rows_failing_half_way_leave_no_rows_no_table_and_no_marker(pg: PgServer, failures) -> None:
+    assert luigi.build([FailingHalfway(day="d")], local_scheduler=True) is False
+
+    assert [str(exc) for exc in _exceptions(failures)] == ["upstream file is truncated"]
+    assert not pg.table_exists("scores")
+    assert pg.markers() == []
+
+
+def test_rows_failing_half_way_leave_an_existing_table_untouched(pg: PgServer) -> None:
+    pg.execute(f"CREATE TABLE {pg.schema}.scores (name TEXT, score INT)")
+    pg.execute(f"INSERT INTO {pg.schema}.scores VALUES ('old', 0)")
+
+    assert luigi.build([FailingHalfway(day="d")], local_scheduler=True) is False
+
+    assert pg.query(f"SELECT name, score FROM {pg.schema}.scores") == [("old", 0)]
+    assert pg.markers() == []
+
+
+def test_a_row_the_database_rejects_rolls_back_the_created_table(pg: PgServer, failures) -> None:
+    assert luigi.build([BadValue(day="d")], local_scheduler=True) is False
+
+    (error,) = _exceptions(failures)
+    assert isinstance(error, TableCopyError)
+    assert f"{pg.schema}.scores" in str(error)
+    assert "many" in str(error)
+    assert not pg.table_exists("scores")
+    assert pg.markers() == []
+
+
+def test_a_table_with_other_columns_gives_one_error_naming_the_table(pg: PgServer, failures) -> None:
+    pg.execute(f"CREATE TABLE {pg.schema}.scores (player TEXT, points INT)")
+
+    assert luigi.build([Scores(day="d")], local_scheduler=True) is False
+
+    (error,) = _exceptions(failures)
+    assert isinstance(error, TableCopyError)
+    message = str(error)
+    assert f"table '{pg.schema}.scores'" in message
+    assert "['player', 'points']" in message and "['name', 'score']" in message
+    assert error.__cause__ is None and error.__context__ is None
+    assert pg.query(f"SELECT count(*) FROM {pg.schema}.scores") == [(0,)]
+    assert pg.markers() == []
+
+
+def test_a_row_of_the_wrong_width_is_refused_before_touching_the_database(pg: PgServer, failures) -> None:
+    class Ragged(Scores):
+        def rows(self):
+            yield ("ok", 1)
+            yield ("too", 2, "many")
+
+    assert luigi.build([Ragged(day="d")], local_scheduler=True) is False
+
+    (error,) = _exceptions(failures)
+    assert "row 2 has 3 values" in str(error) and f"{pg.schema}.scores" in str(error)
+    assert not pg.table_exists("scores")
+
+
+def test_a_custom_column_separator_is_escaped_inside_values(pg: PgServer) -> None:
+    assert luigi.build([CommaSeparated(day="d")], local_scheduler=True) is True
+
+    assert pg.query(f"SELECT name, score FROM {pg.schema}.scores ORDER BY name") == [("a,b", 1), ("c", None)]
+
+
+def test_client_side_timestamps_when_use_db_timestamps_is_off(pg: PgServer) -> None:
+    luigi.configuration.get_config().set("postgres", "use_db_timestamps", "false")
+
+    assert luigi.build([Scores(day="d")], local_scheduler=True) is True
+
+    default = pg.query(
+        "SELECT column_default FROM information_schema.columns "
+        "WHERE table_schema = %s AND table_name = 'table_updates' AND column_name = 'inserted'",
+        (pg.schema,),
+    )
+    assert default == [(None,)]
+    assert pg.query(f"SELECT inserted IS NOT NULL FROM {pg.schema}.table_updates") == [(True,)]
+
+
+def test_rows_are_staged_in_the_configured_local_tmp_dir(pg: PgServer, tmp_path, failures) -> None:
+    missing = tmp_path / "no-such-dir"
+    luigi.configuration.get_config().set("postgres", "local_tmp_dir", str(missing))
+
+    assert luigi.build([Scores(day="d")], local_scheduler=True) is False
+
+    (error,) = _exceptions(failures)
+    assert isinstance(error, FileNotFoundError) and str(missing) in str(error)
+    missing.mkdir()
+    assert luigi.build([Scores(day="d")], local_scheduler=True) is True
+
+
+def test_wrong_password_fails_naming_host_and_database_but_not_the_password(
+    pg: PgServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    pg.configure(password=WRONG_PASSWORD)
+    task = Scores(day="d")
+
+    with caplog.at_level(logging.DEBUG):
+        assert luigi.build([task], local_scheduler=True) is False
+
+    with pytest.raises(DatabaseConnectionError) as raised:
+        task.complete()
+    message = str(raised.value)
+    assert f"'{pg.database}' at {pg.host}:{pg.port}" in message
+    assert "password authentication failed" in message
+    assert message in caplog.text
+    for text in (message, caplog.text, repr(task.output()), str(task.output()), task.task_id):
+        assert WRONG_PASSWORD not in text
+    assert not pg.table_exists("scores")
+
+
+def test_refused_connection_names_the_server(pg: PgServer, failures) -> None:
+    from luigid_helpers import free_port
+
+    port = free_port()
+    pg.configure(port=port)
+
+    with pytest.raises(DatabaseConnectionError, match=f"at {pg.host}:{port}.*refused"):
+        Scores(day="d").output().exists()
+    assert luigi.build([Scores(day="d")], local_scheduler=True) is False
+
+
+def test_query_runs_once_with_its_marker(pg: PgServer) -> None:
+    assert luigi.build([Scores(day="d")], local_scheduler=True) is True
+
+    assert luigi.build([CountScores(day="d")], local_scheduler=True) is True
+    assert luigi.build([CountScores(day="d")], local_scheduler=True) is True
+
+    assert pg.query(f"SELECT n FROM {pg.schema}.score_count") == [(4,)]
+    assert [m[1] for m in pg.markers()] == [f"{pg.schema}.score_count", f"{pg.schema}.scores"]
+
+
+def test_a_failing_query_is_rolled_back_without_marker(pg: PgServer, failures) -> None:
+    pg.execute(f"CREATE TABLE {pg.schema}.scores (name TEXT); CREATE TABLE {pg.schema}.score_count (n INT)")
+
+    assert luigi.build([BrokenQuery(day="d")], local_scheduler=True) is False
+
+    (error,) = _exceptions(failures)
+    assert isinstance(error, QueryError)
+    assert "no_such_column" in str(error) and f"'{pg.database}'" in str(error)
+    assert pg.query(f"SELECT count(*) FROM {pg.schema}.score_count") == [(0,)]
+    assert pg.markers() == []
+
+
+def test_exists_on_a_callers_connection_keeps_its_transaction_usable(pg: PgServer) -> None:
+    target = Scores(day="d").output()
+    connection = target.connect()
+    try:
+        assert target.exists(connection) is False
+        assert connection.cursor().execute("SELECT 1").fetchone() == (1,)
+        target.touch(connection)
+        assert target.exists(connection) is True
+        connection.commit()
+    finally:
+        connection.close()
+    assert target.exists() is True
+
+
+def test_host_with_port_suffix_and_repr_without_password(pg: PgServer) -> None:
+    target = postgres.PostgresTarget(f"{pg.host}:{pg.port}", pg.database, pg.user, pg.password, "t", "u-1")
+    secret = postgres.PostgresTarget(pg.host, pg.database, pg.user, "hunter2-secret", "t", "u-1")
+
+    assert (target.host, target.port) == (pg.host, pg.port)
+    assert target.exists() is False
+    assert "hunter2-secret" not in repr(secret) + str(secret)
+    assert f"database='{pg.database}'" in repr(secret)
+
+
+def test_psycopg2_is_used_when_it_is_the_driver_installed(pg: PgServer, monkeypatch) -> None:
+    psycopg2 = pytest.importorskip("psycopg2")
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    assert postgres.driver().module is psycopg2
+
+    assert luigi.build([Scores(day="d2")], local_scheduler=True) is True
+    assert luigi.build([CountScores(day="d2")], local_scheduler=True) is True
+
+    assert pg.query(f"SELECT count(*) FROM {pg.schema}.scores") == [(4,)]
+    assert pg.query(f"SELECT n FROM {pg.schema}.score_count") == [(4,)]
+    assert len(pg.markers()) == 2
+
+
+def test_psycopg2_failures_are_rolled_back_too(pg: PgServer, monkeypatch, failures) -> None:
+    pytest.importorskip("psycopg2")
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+
+    assert luigi.build([BadValue(day="d")], local_scheduler=True) is False
+
+    assert isinstance(_exceptions(failures)[0], TableCopyError)
+    assert not pg.table_exists("scores")
+
+
+def test_no_driver_installed_names_the_extra(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    monkeypatch.setitem(sys.modules, "psycopg2", None)
+    target = postgres.PostgresTarget("127.0.0.1", "db", "u", "p", "t", "id")
+
+    with pytest.raises(MissingExtraError, match=r"luigi\[postgres\]"):
+        target.exists()
+
+
+def test_multi_replacer_replaces_in_one_pass() -> None:
+    replace = postgres.MultiReplacer([("a", "b"), ("b", "a"), ("\\", "\\\\")])
+
+    assert replace("ab\\") == "ba\\\\"
+    assert postgres.default_escape("x\ty\n") == "x\\ty\\n"

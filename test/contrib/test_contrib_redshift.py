@@ -1,0 +1,390 @@
+"""luigi.contrib.redshift: what PostgreSQL can run is run for real on the test server; the Redshift-only
+statements (COPY from S3, UNLOAD) are checked as built, and run to their failure on PostgreSQL to prove
+that the credentials they carry never reach an error message or a log line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from s3_server import S3Server, s3_server  # noqa: F401 - a fixture
+from test_contrib_postgres import PgServer, ServerSettings, pg  # noqa: F401 - pg is a fixture
+
+import luigi
+from luigi import Event
+from luigi.contrib import redshift
+from luigi.contrib.rdbms import DatabaseConnectionError, QueryError, TableCopyError
+
+pytestmark = pytest.mark.postgres
+
+ACCESS_KEY = "AKIAEXAMPLEKEY42"
+SECRET_KEY = "s3cr3t/Example+Secret-Key-0042"
+SESSION_TOKEN = "FQoGZXIvYXdzEXAMPLETOKEN"
+
+
+@pytest.fixture
+def rs(pg: PgServer, tmp_path: Path) -> Iterator[PgServer]:  # noqa: F811 - the fixture imported above
+    """The PostgreSQL test server standing in for Redshift: [redshift] marker table and credentials set."""
+    config = luigi.configuration.get_config()
+    config.set("redshift", "marker_table", f"{pg.schema}.table_updates")
+    config.set("redshift", "aws_access_key_id", ACCESS_KEY)
+    config.set("redshift", "aws_secret_access_key", SECRET_KEY)
+    config.set("pg_test", "data_dir", str(tmp_path))
+    yield pg
+    pg.execute(f"DROP SCHEMA IF EXISTS {pg.schema}_new CASCADE")
+
+
+@pytest.fixture
+def failures(events) -> list:
+    seen, listen = events
+    listen(Event.FAILURE)
+    yield seen
+
+
+def _schema() -> str:
+    marker_table = luigi.configuration.get_config().get("redshift", "marker_table", "public.table_updates")
+    return marker_table.split(".")[0]
+
+
+class Events(ServerSettings, redshift.S3CopyToTable):
+    """The real S3CopyToTable, into a table of a schema it creates."""
+
+    day = luigi.Parameter()
+    columns = [("name", "TEXT"), ("day", "DATE")]
+
+    @property
+    def table(self) -> str:
+        return f"{_schema()}_new.events"
+
+    def s3_load_path(self) -> str:
+        return f"s3://data-bucket/events/{self.day}/"
+
+
+class LocalEvents(Events):
+    """Everything S3CopyToTable does, with the COPY from S3 replaced by one PostgreSQL can run."""
+
+    do_truncate = False
+    prune_old = False
+
+    def s3_load_path(self) -> str:
+        path = Path(luigi.configuration.get_config().get("pg_test", "data_dir")) / f"{self.day}.tsv"
+        path.write_text(f"new\t{self.day}\nlater\t{self.day}\n")
+        return str(path)
+
+    def copy(self, cursor, f: str) -> None:
+        with cursor.copy(f"COPY {self.table} (name, day) FROM STDIN") as copy:
+            copy.write(Path(f).read_bytes())
+
+    @property
+    def queries(self) -> list[str]:
+        return [f"UPDATE {self.table} SET name = upper(name) WHERE day = '{self.day}'"]
+
+    @property
+    def do_truncate_table(self) -> bool:
+        return self.do_truncate
+
+    @property
+    def prune_table(self) -> str | None:
+        return self.table if self.prune_old else None
+
+    @property
+    def prune_column(self) -> str:
+        return "day"
+
+    @property
+    def prune_date(self) -> str:
+        return "'2024-01-02'"  # quoted, as Luigi users had to
+
+
+class LocalEventsWithMetadata(LocalEvents):
+    enable_metadata_columns = True
+    metadata_columns = [("loaded_by", "TEXT")]
+
+    @property
+    def metadata_queries(self) -> list[str]:
+        return [f"UPDATE {self.table} SET loaded_by = 'luigi'"]
+
+
+class ReplaceEvents(LocalEvents):
+    do_truncate = True
+
+
+class PruneEvents(LocalEvents):
+    prune_old = True
+
+
+class TruncatingEvents(Events):
+    """The real COPY (which PostgreSQL rejects) after emptying the table."""
+
+    @property
+    def do_truncate_table(self) -> bool:
+        return True
+
+
+def _create_events_table(server: PgServer, *rows: tuple[str, str]) -> None:
+    schema = f"{server.schema}_new"
+    server.execute(f"CREATE SCHEMA {schema}; CREATE TABLE {schema}.events (name TEXT, day DATE)")
+    for name, day in rows:
+        server.execute(f"INSERT INTO {schema}.events VALUES ('{name}', '{day}')")
+
+
+def _events(server: PgServer) -> list[tuple]:
+    return server.query(f"SELECT name, day::text FROM {server.schema}_new.events ORDER BY day, name")
+
+
+def test_load_creates_schema_and_table_runs_queries_and_marks_the_update(rs: PgServer) -> None:
+    task = LocalEvents(day="2024-01-03")
+
+    assert luigi.build([task], local_scheduler=True) is True
+    assert luigi.build([task], local_scheduler=True) is True  # finished: not loaded again
+
+    assert _events(rs) == [("LATER", "2024-01-03"), ("NEW", "2024-01-03")]
+    assert rs.markers() == [(task.task_id, f"{rs.schema}_new.events")]
+    assert rs.query(f"SELECT inserted IS NOT NULL FROM {rs.schema}.table_updates") == [(True,)]
+
+
+def test_metadata_columns_are_added_and_filled(rs: PgServer) -> None:
+    assert luigi.build([LocalEventsWithMetadata(day="2024-01-03")], local_scheduler=True) is True
+
+    assert rs.query(f"SELECT DISTINCT loaded_by FROM {rs.schema}_new.events") == [("luigi",)]
+
+
+def test_truncate_replaces_the_rows(rs: PgServer) -> None:
+    _create_events_table(rs, ("old", "2024-01-01"))
+
+    assert luigi.build([ReplaceEvents(day="2024-01-03")], local_scheduler=True) is True
+
+    assert _events(rs) == [("LATER", "2024-01-03"), ("NEW", "2024-01-03")]
+
+
+def test_prune_deletes_rows_before_the_prune_date(rs: PgServer) -> None:
+    _create_events_table(rs, ("old", "2024-01-01"), ("kept", "2024-01-02"))
+
+    assert luigi.build([PruneEvents(day="2024-01-03")], local_scheduler=True) is True
+
+    assert _events(rs) == [("kept", "2024-01-02"), ("LATER", "2024-01-03"), ("NEW", "2024-01-03")]
+
+
+def test_a_failed_copy_rolls_back_truncate_and_leaks_no_credentials(
+    rs: PgServer, failures, caplog: pytest.LogCaptureFixture
+) -> None:
+    _create_events_table(rs, ("old", "2024-01-01"))
+    luigi.configuration.get_config().set("redshift", "aws_session_token", SESSION_TOKEN)
+
+    with caplog.at_level(logging.DEBUG):
+        assert luigi.build([TruncatingEvents(day="2024-01-03")], local_scheduler=True) is False
+
+    (error,) = [args[1] for _, args in failures]
+    assert isinstance(error, TableCopyError)
+    message = str(error)
+    assert f"table '{rs.schema}_new.events'" in message and "s3://data-bucket/events/2024-01-03/" in message
+    assert "syntax error" in message
+    for secret in (SECRET_KEY, SESSION_TOKEN, ACCESS_KEY):
+        assert secret not in message and secret not in caplog.text
+    assert error.__context__ is None and error.__cause__ is None
+    assert _events(rs) == [("old", "2024-01-01")]
+    assert rs.markers() == []
+
+
+def test_a_failed_first_load_leaves_no_schema_or_table(rs: PgServer, failures) -> None:
+    assert luigi.build([Events(day="2024-01-03")], local_scheduler=True) is False
+
+    assert isinstance(failures[0][1][1], TableCopyError)
+    assert rs.query("SELECT 1 FROM pg_namespace WHERE nspname = %s", (f"{rs.schema}_new",)) == []
+    assert rs.markers() == []
+
+
+def test_copy_statement_carries_the_credentials_redshift_needs() -> None:
+    task = Events(day="2024-01-03")
+    config = luigi.configuration.get_config()
+    config.set("redshift", "aws_access_key_id", ACCESS_KEY)
+    config.set("redshift", "aws_secret_access_key", "it's-secret")
+
+    statement = task.copy_statement("s3://bucket/key's")
+
+    assert statement == (
+        f"COPY {task.table} (name, day) FROM 's3://bucket/key''s' "
+        f"CREDENTIALS 'aws_access_key_id={ACCESS_KEY};aws_secret_access_key=it''s-secret'"
+    )
+
+
+def test_an_iam_role_is_preferred_and_read_from_the_environment(monkeypatch) -> None:
+    monkeypatch.setenv("AWS_ACCOUNT_ID", "123456789012")
+    monkeypatch.setenv("AWS_ARN_ROLE_NAME", "loader")
+    luigi.configuration.get_config().set("redshift", "aws_secret_access_key", SECRET_KEY)
+
+    class Options(Events):
+        copy_options = "CSV GZIP"
+
+    statement = Options(day="d").copy_statement("s3://b/k")
+
+    assert statement.endswith("CREDENTIALS 'aws_iam_role=arn:aws:iam::123456789012:role/loader' CSV GZIP")
+    assert SECRET_KEY not in statement
+
+
+def test_json_copy_statement() -> None:
+    class JsonEvents(ServerSettings, redshift.S3CopyJSONToTable):
+        table = "events"
+        jsonpath = "auto"
+        copy_json_options = "GZIP"
+        aws_access_key_id = ACCESS_KEY
+        aws_secret_access_key = SECRET_KEY
+
+        def s3_load_path(self) -> str:
+            return "s3://b/events.json"
+
+    statement = JsonEvents().copy_statement("s3://b/events.json")
+
+    assert statement == (
+        "COPY events FROM 's3://b/events.json' CREDENTIALS "
+        f"'aws_access_key_id={ACCESS_KEY};aws_secret_access_key={SECRET_KEY}' JSON AS 'auto' GZIP"
+    )
+
+
+def test_missing_credentials_name_the_settings_to_give(monkeypatch) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ACCOUNT_ID", "AWS_ARN_ROLE_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    luigi.configuration.get_config().set("redshift", "aws_access_key_id", ACCESS_KEY)
+
+    with pytest.raises(NotImplementedError, match="aws_secret_access_key") as raised:
+        Events(day="d").copy_statement("s3://b/k")
+    assert ACCESS_KEY not in str(raised.value)
+
+
+class Unload(ServerSettings, redshift.RedshiftUnloadTask):
+    day = luigi.Parameter()
+    s3_unload_path = "s3://exports/events/"
+
+    @property
+    def table(self) -> str:
+        return f"{_schema()}.events"
+
+    @property
+    def query(self) -> str:
+        return "SELECT * FROM events WHERE name = 'it''s' AND path LIKE 'a\\b'"
+
+
+def test_unload_statement_quotes_the_query_for_redshift(rs: PgServer) -> None:
+    statement = Unload(day="d").unload_statement()
+
+    assert statement == (
+        "UNLOAD ('SELECT * FROM events WHERE name = \\'it\\'\\'s\\' AND path LIKE \\'a\\\\b\\'') "
+        "TO 's3://exports/events/' "
+        f"CREDENTIALS 'aws_access_key_id={ACCESS_KEY};aws_secret_access_key={SECRET_KEY}' "
+        "DELIMITER '|' ADDQUOTES GZIP ALLOWOVERWRITE PARALLEL ON"
+    )
+
+
+def test_a_failed_unload_writes_no_marker_and_leaks_no_credentials(
+    rs: PgServer, failures, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG):
+        assert luigi.build([Unload(day="d")], local_scheduler=True) is False
+
+    (error,) = [args[1] for _, args in failures]
+    assert isinstance(error, QueryError)
+    assert "s3://exports/events/" in str(error) and f"'{rs.database}'" in str(error)
+    assert SECRET_KEY not in str(error) and SECRET_KEY not in caplog.text
+    assert rs.markers() == []
+
+
+class Vacuum(ServerSettings, redshift.RedshiftQuery):
+    day = luigi.Parameter()
+    autocommit = True
+
+    @property
+    def table(self) -> str:
+        return f"{_schema()}.counted"
+
+    @property
+    def query(self) -> str:
+        return f"CREATE TABLE {self.table} AS SELECT 42 AS n"
+
+
+def test_redshift_query_runs_once_in_the_redshift_marker_table(rs: PgServer) -> None:
+    assert luigi.build([Vacuum(day="d")], local_scheduler=True) is True
+    assert luigi.build([Vacuum(day="d")], local_scheduler=True) is True
+
+    assert rs.query(f"SELECT n FROM {rs.schema}.counted") == [(42,)]
+    assert [marker[1] for marker in rs.markers()] == [f"{rs.schema}.counted"]
+
+
+class KillSessions(ServerSettings, redshift.KillOpenRedshiftSessions):
+    pass
+
+
+def test_kill_open_sessions_terminates_the_other_sessions(rs: PgServer, monkeypatch) -> None:
+    tag = f"victim-{uuid.uuid4().hex[:8]}"
+    # PostgreSQL has no STV_SESSIONS: a view of pg_stat_activity limited to this test's own victim
+    rs.execute(
+        f"CREATE VIEW {rs.schema}.stv_sessions AS SELECT pid AS process, datname AS db_name, "
+        f"usename AS user_name FROM pg_stat_activity WHERE application_name = '{tag}'"
+    )
+    monkeypatch.setenv("PGOPTIONS", f"-csearch_path={rs.schema}")
+    victim = rs.psycopg.connect(
+        host=rs.host, port=rs.port, dbname=rs.database, user=rs.user, password=rs.password,
+        application_name=tag, autocommit=True,
+    )  # fmt: skip
+    try:
+        assert luigi.build([KillSessions(connection_reset_wait_seconds=0)], local_scheduler=True) is True
+
+        with pytest.raises(rs.psycopg.OperationalError):
+            victim.execute("SELECT 1")
+    finally:
+        victim.close()
+    assert [marker[1] for marker in rs.markers()] == ["stv_sessions"]
+
+
+def test_wrong_password_names_the_cluster_not_the_password(rs: PgServer) -> None:
+    target = redshift.RedshiftTarget(
+        rs.host, rs.database, rs.user, "wrong-" + SECRET_KEY, "t", "u", port=rs.port
+    )
+
+    with pytest.raises(
+        DatabaseConnectionError, match=f"Redshift database '{rs.database}' at {rs.host}"
+    ) as raised:
+        target.exists()
+    assert SECRET_KEY not in str(raised.value)
+    assert redshift.RedshiftTarget("cluster.example", "db", "u", "p", "t", "u").port == 5439
+
+
+def test_manifest_lists_every_object_of_the_folders(s3_server: S3Server) -> None:  # noqa: F811
+    s3_server.configure()
+    bucket = s3_server.new_bucket()
+    client = s3_server.boto3_client()
+    for key in ("a/1.gz", "a/2.gz", "b/deep/3.gz", "c/ignored.gz"):
+        client.put_object(Bucket=bucket, Key=key, Body=b"data")
+    manifest_path = f"s3://{bucket}/manifests/load.json"
+    task = redshift.RedshiftManifestTask(
+        path=manifest_path, folder_paths=[f"s3://{bucket}/a", f"s3://{bucket}/b/"]
+    )
+
+    assert luigi.build([task], local_scheduler=True) is True
+
+    manifest = json.loads(client.get_object(Bucket=bucket, Key="manifests/load.json")["Body"].read())
+    assert manifest == {
+        "entries": [
+            {"url": f"s3://{bucket}/a/1.gz", "mandatory": True},
+            {"url": f"s3://{bucket}/a/2.gz", "mandatory": True},
+            {"url": f"s3://{bucket}/b/deep/3.gz", "mandatory": True},
+        ]
+    }
+
+
+def test_manifest_of_a_missing_bucket_fails_naming_it(s3_server: S3Server, failures) -> None:  # noqa: F811
+    s3_server.configure()
+    bucket = s3_server.new_bucket()
+    missing = f"no-such-bucket-{uuid.uuid4().hex[:8]}"
+    task = redshift.RedshiftManifestTask(path=f"s3://{bucket}/m.json", folder_paths=[f"s3://{missing}/a"])
+
+    assert luigi.build([task], local_scheduler=True) is False
+
+    (error,) = [args[1] for _, args in failures]
+    assert missing in str(error)
+    assert s3_server.secret_key not in str(error)
+    assert "Contents" not in s3_server.boto3_client().list_objects_v2(Bucket=bucket)
