@@ -9,13 +9,20 @@ import sys
 from pathlib import Path
 
 import pytest
+from contrib.s3_server import s3_server  # noqa: F401  # the session fixture: moto's real HTTP server
+from postgres_helpers import fresh_schema, require_postgres
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def luigi_command(args: list[str], out_dir: Path) -> subprocess.CompletedProcess[str]:
+def luigi_command(
+    args: list[str], out_dir: Path, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, LUIGI_EXAMPLES_DIR=str(out_dir), PYTHONPATH=str(REPO))
     env.pop("LUIGI_CONFIG_PATH", None)
+    env.update(extra_env or {})
     return subprocess.run(
         [sys.executable, "-m", "luigi", *args, "--local-scheduler", "--no-lock"],
         cwd=out_dir,
@@ -122,3 +129,56 @@ def test_demo_serves_luigid_runs_the_pipeline_and_stops_with_demo_exit(tmp_path)
     assert "This progress looks :)" in done.stderr
     assert (tmp_path / "out" / "wordcount" / "report-6.tsv").exists()
     assert (tmp_path / "data" / "demo" / "state.sqlite").exists()  # luigid kept its state there
+
+
+@pytest.mark.slow
+def test_s3_to_postgres_loads_each_day_once_and_reports_totals_per_region(tmp_path, s3_server):  # noqa: F811
+    url = require_postgres()
+    bucket = s3_server.new_bucket()
+    with fresh_schema(url) as schema_url:
+        db = make_url(schema_url)
+        config = tmp_path / "luigi.cfg"
+        config.write_text(
+            f"[warehouse]\nbucket = {bucket}\nhost = {db.host}\nport = {db.port}\n"
+            f"database = {db.database}\nuser = {db.username}\npassword = {db.password}\n"
+            f"[s3]\nendpoint_url = {s3_server.endpoint_url}\naws_access_key_id = {s3_server.access_key}\n"
+            f"aws_secret_access_key = {s3_server.secret_key}\nregion_name = {s3_server.region}\n"
+        )
+        # The tables land in the test's own schema: libpq reads the search path from PGOPTIONS.
+        env = {"LUIGI_CONFIG_PATH": str(config), "PGOPTIONS": db.query["options"]}
+        uploaded = run_example(["upload", "2024-01-01", "2024-01-03"], tmp_path, env)
+        assert uploaded.returncode == 0, uploaded.stderr
+        args = ["--module", "examples.s3_to_postgres", "SalesReport", "--start", "2024-01-01"]
+        first = luigi_command([*args, "--stop", "2024-01-04"], tmp_path, env)
+        assert first.returncode == 0, first.stderr
+        again = luigi_command([*args, "--stop", "2024-01-04"], tmp_path, env)  # the copies are done
+        assert again.returncode == 0 and "complete" in again.stderr
+        rows = query(schema_url, "SELECT region, COUNT(*), SUM(amount) FROM sales GROUP BY region")
+
+    report = (tmp_path / "s3_to_postgres" / "report-2024-01-01-2024-01-04.tsv").read_text()
+    totals = {region: total for region, total in (line.split("\t") for line in report.splitlines())}
+    assert sorted(totals) == ["east", "north", "south", "west"]
+    assert {region: count for region, count, _ in rows} == dict.fromkeys(totals, 3)  # each day loaded once
+    assert {region: f"{total:.2f}" for region, _, total in rows} == totals
+    assert s3_server.secret_key not in first.stderr + again.stderr
+
+
+def run_example(args: list[str], out_dir: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    full = dict(os.environ, LUIGI_EXAMPLES_DIR=str(out_dir), PYTHONPATH=str(REPO), **env)
+    return subprocess.run(
+        [sys.executable, "-m", "examples.s3_to_postgres", *args],
+        cwd=out_dir,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def query(url: str, sql: str) -> list[tuple]:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return [tuple(row) for row in conn.execute(text(sql))]
+    finally:
+        engine.dispose()
