@@ -9,7 +9,6 @@ import pytest
 
 from luigi.configuration import (
     ConfigError,
-    FrozenMapping,
     LuigiTomlParser,
     NoOptionError,
     NoSectionError,
@@ -17,6 +16,7 @@ from luigi.configuration import (
     get_config,
     reset_for_tests,
 )
+from luigi.freezing import FrozenOrderedDict
 
 SAMPLE = """
 [core]
@@ -98,9 +98,9 @@ def test_typed_getters_accept_native_and_text_values(toml_workdir: Path) -> None
 def test_dict_values_are_frozen_recursively(toml_workdir: Path) -> None:
     write(toml_workdir / "luigi.toml", SAMPLE)
     options = get_config().get("MyTask", "options")
-    assert isinstance(options, FrozenMapping)
+    assert isinstance(options, FrozenOrderedDict)
     assert options == {"depth": 2, "tags": ("x", "y"), "nested": {"k": "v"}}
-    assert isinstance(options["nested"], FrozenMapping)
+    assert isinstance(options["nested"], FrozenOrderedDict)
     with pytest.raises(TypeError):
         options["depth"] = 3  # type: ignore[index]
     assert hash(options) == hash(get_config().get("MyTask", "options"))

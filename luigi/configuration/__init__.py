@@ -11,13 +11,11 @@ from configparser import NoOptionError, NoSectionError
 from luigi.configuration.base_parser import BaseParser, ConfigError
 from luigi.configuration.cfg_parser import InterpolationMissingEnvvarError, LuigiConfigParser
 from luigi.configuration.core import add_config_path, add_env_config_path, get_config, reset_for_tests
-from luigi.configuration.frozen import FrozenMapping
 from luigi.configuration.toml_parser import LuigiTomlParser
 
 __all__ = [
     "BaseParser",
     "ConfigError",
-    "FrozenMapping",
     "InterpolationMissingEnvvarError",
     "LuigiConfigParser",
     "LuigiTomlParser",

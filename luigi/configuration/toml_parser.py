@@ -20,7 +20,7 @@ from luigi.configuration.base_parser import (
     existing_config_texts,
     to_int,
 )
-from luigi.configuration.frozen import freeze
+from luigi.freezing import recursively_freeze
 
 
 def _load_toml_module() -> ModuleType | None:
@@ -86,7 +86,9 @@ class LuigiTomlParser(BaseParser):
         if option not in values:
             raise TomlNoOptionError(option, section)
         value = values[option]
-        return [freeze(item) for item in value] if isinstance(value, list) else freeze(value)
+        if isinstance(value, list):
+            return [recursively_freeze(item) for item in value]
+        return recursively_freeze(value)
 
     def _has_exact_option(self, section: str, option: str) -> bool:
         return option in self.data.get(section, {})
