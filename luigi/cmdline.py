@@ -26,7 +26,7 @@ def luigid(argv: Sequence[str] | None = None) -> None:
     """
     import luigi.server
     from luigi import configuration, process
-    from luigi.scheduler.store import StateStoreError
+    from luigi.database import StorageError
     from luigi.setup_logging import DaemonLogging
 
     opts = _luigid_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
@@ -52,7 +52,7 @@ def luigid(argv: Sequence[str] | None = None) -> None:
         process.ServerAlreadyRunning,
         process.ServerSetupError,
         luigi.server.CannotListenError,
-        StateStoreError,
+        StorageError,
     ) as exc:
         print(f"luigid: {exc}", file=sys.stderr)
         sys.exit(1)

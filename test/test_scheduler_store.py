@@ -12,6 +12,7 @@ import pytest
 from postgres_helpers import fresh_schema, require_postgres
 
 from luigi import configuration
+from luigi.database import Migration
 from luigi.scheduler import ManualClock, Scheduler, SchedulerConfig
 from luigi.scheduler.store import (
     NullStore,
@@ -434,7 +435,7 @@ def test_an_older_schema_is_upgraded_by_the_numbered_migrations(state_file, cloc
     def add_a_note(conn):
         conn.execute(schema.meta.insert(), [{"key": "note", "value": "added by version 2"}])
 
-    monkeypatch.setitem(schema.MIGRATIONS, 2, add_a_note)
+    monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS, Migration(2, "a note", add_a_note)))
     after = open_scheduler(state_file, clock)
     assert status_of(after, "A") == "PENDING"
     after.close()

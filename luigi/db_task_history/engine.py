@@ -11,11 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
+from luigi.database import sqlite_engine
 from luigi.db_task_history.errors import TaskHistoryError
 
 SECTION = "task_history"
@@ -85,13 +86,9 @@ def make_engine(url: URL) -> Engine:
 def _sqlite_engine(url: URL) -> Engine:
     path = sqlite_file(url)
     if path is None:  # one shared in-memory database for every thread
-        engine = create_engine(url, connect_args={"check_same_thread": False}, poolclass=StaticPool)
-    else:
-        _prepare_directory(path)
-        engine = create_engine(url, connect_args={"check_same_thread": False})
-    event.listen(engine, "connect", _configure_sqlite)
-    event.listen(engine, "begin", _begin_sqlite)
-    return engine
+        return sqlite_engine(url, True, _SQLITE_BUSY_TIMEOUT_MS, StaticPool)
+    _prepare_directory(path)
+    return sqlite_engine(url, True, _SQLITE_BUSY_TIMEOUT_MS)
 
 
 def _prepare_directory(path: Path) -> None:
@@ -104,20 +101,3 @@ def _prepare_directory(path: Path) -> None:
             f"Cannot create the directory of the task history file {path}: {exc}. Set [task_history] "
             "db_connection, or [scheduler] state_path, to a writable place."
         ) from None
-
-
-def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
-    # Transactions are begun explicitly (see _begin_sqlite), so migrations' DDL is transactional too.
-    dbapi_connection.isolation_level = None
-    cursor = dbapi_connection.cursor()
-    try:
-        cursor.execute(f"PRAGMA busy_timeout={_SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-    finally:
-        cursor.close()
-
-
-def _begin_sqlite(conn: Connection) -> None:
-    conn.exec_driver_sql("BEGIN")

@@ -1,11 +1,11 @@
-"""Errors of the database task history; ``luigid`` reports them in one line and exits (StateStoreError)."""
+"""Errors of the database task history; ``luigid`` reports them in one line and exits (StorageError)."""
 
 from __future__ import annotations
 
-from luigi.scheduler.store.base import StateStoreError
+from luigi.database import StorageError
 
 
-class TaskHistoryError(StateStoreError):
+class TaskHistoryError(StorageError):
     """The task-history database cannot be used as configured; the message names it and the fix."""
 
 

@@ -10,12 +10,11 @@ transaction) is simply run again.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Index, Table, func, insert, inspect, select, text
 
+from luigi.database import Migration, run_migrations
 from luigi.db_task_history import schema
 from luigi.db_task_history.errors import HistorySchemaError
 from luigi.db_task_history.recorder import LOST_RUN_ERROR
@@ -24,15 +23,6 @@ from luigi.task_status import DONE, FAILED, RUNNING
 _BACKFILL_CHUNK = 1000
 # PostgreSQL advisory lock key (an arbitrary constant): two servers opening one database upgrade in turn.
 _UPGRADE_LOCK_KEY = 0x6C756967
-
-
-@dataclass(frozen=True)
-class Migration:
-    """One numbered step from the schema ``version - 1`` to ``version``."""
-
-    version: int
-    description: str
-    apply: Callable[[Connection], None]
 
 
 def _luigi_tables(conn: Connection) -> None:
@@ -165,23 +155,24 @@ def upgrade(conn: Connection, where: str) -> int:
     """
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _UPGRADE_LOCK_KEY})
-    version = current_version(conn)
-    if version > LATEST_VERSION:
-        raise HistorySchemaError(
-            f"The task history database {where} has schema version {version}, newer than the version "
-            f"{LATEST_VERSION} this luigi knows: it was written by a newer luigi. Upgrade luigi, or set "
+
+    def too_new(found: int, latest: int) -> HistorySchemaError:
+        return HistorySchemaError(
+            f"The task history database {where} has schema version {found}, newer than the version "
+            f"{latest} this luigi knows: it was written by a newer luigi. Upgrade luigi, or set "
             "[task_history] db_connection to another database."
         )
-    versions: Table = schema.schema_versions  # type: ignore[assignment]
-    versions.create(conn, checkfirst=True)
-    for migration in MIGRATIONS:
-        if migration.version > version:
-            migration.apply(conn)
-            conn.execute(
-                insert(versions).values(
-                    version=migration.version,
-                    description=migration.description,
-                    applied_at=datetime.datetime.now(),
-                )
-            )
+
+    found = current_version(conn)
+    if found <= LATEST_VERSION:
+        _VERSIONS.create(conn, checkfirst=True)
+    run_migrations(conn, MIGRATIONS, found, too_new, _record_version)
     return LATEST_VERSION
+
+
+_VERSIONS: Table = schema.schema_versions  # type: ignore[assignment]
+
+
+def _record_version(conn: Connection, migration: Migration) -> None:
+    row = {"version": migration.version, "description": migration.description}
+    conn.execute(insert(_VERSIONS).values(**row, applied_at=datetime.datetime.now()))

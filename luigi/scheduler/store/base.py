@@ -5,11 +5,12 @@ from __future__ import annotations
 import abc
 from typing import ClassVar
 
+from luigi.database import StorageError
 from luigi.scheduler.changes import ChangeSet
 from luigi.scheduler.state import SchedulerState
 
 
-class StateStoreError(Exception):
+class StateStoreError(StorageError):
     """The scheduler state cannot be opened, read or written; the message names the place and the fix."""
 
 

@@ -6,8 +6,6 @@ The ``meta`` table holds ``schema_version``. Opening a database runs every migra
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from sqlalchemy import (
     Boolean,
     Column,
@@ -23,6 +21,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import TypeEngine
 
+from luigi.database import Migration, run_migrations
 from luigi.scheduler.store.base import CorruptStateError, StateVersionError
 from luigi.scheduler.store.codec import TASK_FIELDS, WORKER_FIELDS
 
@@ -85,8 +84,10 @@ def _create_version_1(conn: Connection) -> None:
 
 
 # Migration N takes a database at version N-1 to version N, inside the opening transaction.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _create_version_1}
-SCHEMA_VERSION = max(MIGRATIONS)
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "tasks, workers, resources, batchers, meta", _create_version_1),
+)
+SCHEMA_VERSION = MIGRATIONS[-1].version
 
 
 def stored_version(conn: Connection) -> int:
@@ -108,16 +109,16 @@ def upgrade(conn: Connection, where: str) -> int:
 
     Raises StateVersionError when the database is newer than this code.
     """
-    found = stored_version(conn)
-    latest = max(MIGRATIONS)
-    if found > latest:
-        raise StateVersionError(
+
+    def too_new(found: int, latest: int) -> StateVersionError:
+        return StateVersionError(
             f"The scheduler state in {where} has schema version {found}, but this luigi reads versions up "
             f"to {latest}. Upgrade luigi, or point [scheduler] state_path/state_url elsewhere."
         )
-    for version in range(found + 1, latest + 1):
-        MIGRATIONS[version](conn)
-    if found < latest:
-        conn.execute(meta.delete().where(meta.c.key == VERSION_KEY))
-        conn.execute(meta.insert(), [{"key": VERSION_KEY, "value": str(latest)}])
-    return found
+
+    return run_migrations(conn, MIGRATIONS, stored_version(conn), too_new, _record_version)
+
+
+def _record_version(conn: Connection, migration: Migration) -> None:
+    conn.execute(meta.delete().where(meta.c.key == VERSION_KEY))
+    conn.execute(meta.insert(), [{"key": VERSION_KEY, "value": str(migration.version)}])

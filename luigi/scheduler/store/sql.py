@@ -23,10 +23,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError
 
+from luigi.database import sqlite_engine
 from luigi.scheduler.changes import ChangeSet
 from luigi.scheduler.config import SchedulerConfig
 from luigi.scheduler.state import SchedulerState
@@ -43,7 +44,6 @@ from luigi.scheduler.store.rows import RowChanges, RowStore, Runner, Snapshot
 
 logger = logging.getLogger("luigi.scheduler")
 
-_BUSY_TIMEOUT_MS = 5000
 _SQLITE_BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (named in the sqlite3 module from 3.11 only)
 # PERM, BUSY, LOCKED, NOMEM, READONLY, IOERR, FULL, CANTOPEN, PROTOCOL: the place, not the data, is at fault.
 _SQLITE_UNAVAILABLE_CODES = frozenset({3, 5, 6, 7, 8, 10, 13, 14, 15})
@@ -283,10 +283,7 @@ class SqlStore(StateStore):
     def _make_engine(self) -> Engine:
         if self._path is None:
             return create_engine(self._url)
-        engine = create_engine(self._url, connect_args={"check_same_thread": False})
-        event.listen(engine, "connect", _configure_sqlite)
-        event.listen(engine, "begin", _begin_sqlite)
-        return engine
+        return sqlite_engine(self._url)
 
     def _prepare_location(self) -> None:
         if self._path is None:
@@ -336,22 +333,6 @@ class SqlStore(StateStore):
         if self._engine is not None:
             self._engine.dispose()
         self._engine = None
-
-
-def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
-    # Transactions are begun explicitly (see _begin_sqlite) so that DDL and reads are transactional too.
-    dbapi_connection.isolation_level = None
-    cursor = dbapi_connection.cursor()
-    try:
-        cursor.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-    finally:
-        cursor.close()
-
-
-def _begin_sqlite(conn: Connection) -> None:
-    conn.exec_driver_sql("BEGIN")
 
 
 def _in_sqlite_transaction(conn: Connection, write: Callable[[Runner], None]) -> None:
