@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make sure the programs the contrib tests start are installed: Redis, MariaDB, an SSH server and client,
-# openssl (for the FTPS test certificate).
+# openssl (for the FTPS test certificate), a Java runtime (for Spark), iproute2 (the multi-host test's
+# network namespaces).
 #
 #   scripts/ensure-test-services.sh      # called by `make test` before the suite
 #
@@ -20,6 +21,8 @@ NEEDED=(
     "ssh openssh-client"
     "ssh-keygen openssh-client"
     "openssl openssl"
+    "java openjdk-17-jre-headless"
+    "ip iproute2"
 )
 
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]; }
