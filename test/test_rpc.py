@@ -288,7 +288,7 @@ def test_an_answer_that_is_not_luigis_json_envelope_is_an_error(server):
 
 def test_retries_are_logged_through_luigi_rpc_logger_unless_turned_off(server, sleeps):
     server.script.append(respond(500, error="boom"))
-    with mock.patch("luigi.rpc.logger") as logger:
+    with mock.patch("luigi.rpc.retry.logger") as logger:
         client_for(server.url, sleeps).graph()
         get_config().set("core", "rpc_log_retries", "false")
         client_for(server.url, sleeps).graph()

@@ -119,7 +119,7 @@ BAD_REQUESTS = {
         400,
     ),
     "batch-bad-json": (post("/api/_batch", '{"calls": [}'), 400),
-    # the same through the JSON body our own client sends (served by luigi.server.fast_batch)
+    # the same through the JSON body our own client sends (served by luigi.server.api.BatchHandler)
     "json-batch-extra-key": (post_json("/api/_batch", {"calls": [], "also": 1}), 400),
     "json-batch-call-not-object": (post_json("/api/_batch", {"calls": ["add_task"]}), 400),
     "json-batch-over-cap": (post_json("/api/_batch", {"calls": [], "pad": "x" * (CAP + 1)}), 413),

@@ -39,9 +39,9 @@ class Channel:
         self.sock.connect(("127.0.0.1", port))
         self.reader = self.sock.makefile("rb")
 
-    def upgrade(self, token: str | None = None) -> tuple[int, dict[str, str], bytes]:
+    def upgrade(self, token: str | None = None, host: str = "127.0.0.1") -> tuple[int, dict[str, str], bytes]:
         auth = f"Authorization: Bearer {token}\r\n" if token else ""
-        head = "GET /api/_batch HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: luigi-rpc\r\n"
+        head = f"GET /api/_batch HTTP/1.1\r\nHost: {host}\r\nConnection: Upgrade\r\nUpgrade: luigi-rpc\r\n"
         self.sock.sendall(f"{head}{auth}\r\n".encode())
         return self.answer()
 
@@ -180,6 +180,15 @@ def test_without_the_upgrade_header_get_batch_is_still_refused_with_405(served):
     _, server = served
     reply = probe_for(server).request("GET", "/api/_batch", headers={"Upgrade": "websocket"})
     assert reply.status == 405
+
+
+def test_an_upgrade_addressed_to_another_host_is_refused_before_any_route(served):
+    _, server = served
+    refused = Channel(server.bound_port())
+    status, _, body = refused.upgrade(host="evil.example")
+    assert status == 403 and "allowed_hosts" in json.loads(body)["error"]
+    assert server.channels.count == 0
+    refused.close()
 
 
 def test_with_a_token_the_upgrade_needs_it():

@@ -278,7 +278,7 @@ def test_a_lost_answer_to_an_ask_ahead_holds_its_reports_again_and_the_grant_com
     client.flush()
     client.add_task(worker="w", task_id="B", family="B", status="PENDING")
     assert client.ask_ahead(worker="w", current_tasks=[]) is True
-    connection = client._own_state().connection
+    connection = client._own_pipeline().connection
     monkeypatch.setattr(connection, "receive", lambda: (_ for _ in ()).throw(ConnectionResetError("gone")))
 
     assert client.take_ahead() is None

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import http.client
 import json
+from collections.abc import Sequence
+from typing import Any
 
+from luigi.rpc.calls import BatchItemError, EncodedCall, batch_errors
 from luigi.rpc.connection import HTTPAnswer
 
 
@@ -74,3 +77,33 @@ def summarise(messages: list[str], shown: int = 5) -> str:
     """The first ``shown`` messages joined, and how many more there were."""
     text = "; ".join(messages[:shown])
     return text if len(messages) <= shown else f"{text}; and {len(messages) - shown} more"
+
+
+def undelivered(
+    error: RPCError, calls: Sequence[EncodedCall], also: str = "", kept: bool = False
+) -> RPCError:
+    """``error`` extended with the held calls it kept from being delivered (and whether they are kept)."""
+    names = sorted({call.method for call in calls})
+    note = "; they are kept and sent with the next call" if kept else ""
+    return RPCError(
+        f"{error.message} ({len(calls)} held calls were not delivered: {', '.join(names)}{note}){also}",
+        error.sub_exception,
+        status=error.status,
+    )
+
+
+def batch_failure(url: str, count: int, errors: Sequence[BatchItemError]) -> RPCError:
+    """What a batch whose calls ``errors`` were refused raises."""
+    return RPCError(
+        f"{len(errors)} of {count} calls sent in a batch to remote scheduler "
+        f"{url!r} failed: {summarise([str(e) for e in errors])}",
+        status=errors[0].status,
+    )
+
+
+def checked_batch_errors(url: str, calls: Sequence[EncodedCall], reply: Any) -> list[BatchItemError]:
+    """The refused calls of a batch answer (RPCError when the answer is not shaped as one)."""
+    try:
+        return batch_errors(calls, reply)
+    except ValueError as exc:
+        raise RPCError(f"Remote scheduler {url!r} sent a malformed /api/_batch answer: {exc}") from None

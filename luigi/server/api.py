@@ -4,6 +4,8 @@ Each request's kwargs are the JSON object in the ``data`` form or query field (L
 whole body when it is sent as ``application/json`` (what our own client does for ``_batch``); they are
 checked against ``luigi.rpc_methods`` before the scheduler sees them. Methods that change state
 answer POST only. Bodies are streamed and capped, so an oversized request costs no memory.
+``GET /api/_batch`` asking for ``Upgrade: luigi-rpc`` hands the connection to an RPC channel
+(``luigi.server.channel``), which answers every later call on it exactly as these handlers do.
 """
 
 from __future__ import annotations
@@ -12,14 +14,24 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tornado.web
 from tornado import httputil
 
-from luigi.rpc_methods import RpcArgumentError, RpcMethod, UnknownRpcMethodError, get_method, invoke
+from luigi.rpc_methods import (
+    CHANNEL_UPGRADE,
+    RpcArgumentError,
+    RpcMethod,
+    UnknownRpcMethodError,
+    get_method,
+    invoke,
+)
 from luigi.server.handlers import ClientError, JsonErrorsMixin
 from luigi.server.settings import ServerSettings
+
+if TYPE_CHECKING:  # the channel module serves calls through this one
+    from luigi.server.channel import Channels
 
 logger = logging.getLogger("luigi.server")
 
@@ -179,6 +191,12 @@ class _ApiHandler(JsonErrorsMixin):
         self.write_json('{"response": ' + response_json + "}")
 
 
+def asks_for_channel(headers: httputil.HTTPHeaders) -> bool:
+    """Whether a request's ``Upgrade`` header names our RPC channel."""
+    offered = headers.get("Upgrade", "")
+    return CHANNEL_UPGRADE in (token.strip().lower() for token in offered.split(","))
+
+
 def is_json_content(content_type: str) -> bool:
     """Whether a request's body is the kwargs object itself (``application/json``), not a form."""
     return content_type.partition(";")[0].strip().lower() == "application/json"
@@ -224,15 +242,33 @@ class RpcHandler(_ApiHandler):
 
 
 class BatchHandler(_ApiHandler):
-    """``POST /api/_batch``: several calls in one request, each checked and run in order."""
+    """``POST /api/_batch``: several calls in one request, each checked and run in order.
+
+    ``GET`` with ``Upgrade: luigi-rpc`` turns the connection, once authorised, into an RPC channel.
+    """
+
+    def initialize(  # type: ignore[override]
+        self, server_settings: ServerSettings, scheduler: Any, channels: Channels
+    ) -> None:
+        super().initialize(server_settings, scheduler)
+        self.channels = channels
 
     def get(self) -> None:
-        error = ClientError(
-            405,
-            "_batch may run methods that change scheduler state, so it must be sent with POST",
-            {"Allow": "POST, OPTIONS"},
-        )
-        self.refuse(error)
+        if not asks_for_channel(self.request.headers):
+            error = ClientError(
+                405,
+                "_batch may run methods that change scheduler state, so it must be sent with POST",
+                {"Allow": "POST, OPTIONS"},
+            )
+            self.refuse(error)
+            return
+        try:
+            self.check_auth()
+        except ClientError as error:
+            self.refuse(error)
+            return
+        # As tornado's websocket handler does: the socket leaves tornado, the channel answers 101 itself.
+        self.channels.adopt(self.detach(), self.request.remote_ip)
 
     def post(self) -> None:
         try:

@@ -1,4 +1,8 @@
-"""The tornado application factory: routes over one scheduler, so tests can serve it in-process."""
+"""The tornado application factory: the whole ``luigid`` over one scheduler, so tests serve what runs.
+
+``app(scheduler)`` is the production stack: every request passes the ``luigi.server.guard`` checks, then
+its route; ``/api/_batch`` also takes our client's upgrade to an RPC channel (``luigi.server.channel``).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import tornado.web
 from tornado import httputil
 
 from luigi.server.api import BatchHandler, RpcHandler
+from luigi.server.channel import Channels
 from luigi.server.guard import HostPolicy, refusal
 from luigi.server.handlers import NotFoundHandler, Refused, RootHandler, StaticHandler
 from luigi.server.history import history_routes
@@ -23,7 +28,14 @@ access_logger = logging.getLogger("luigi.server.access")
 
 
 class LuigidApplication(tornado.web.Application):
-    """The routes, behind the ``luigi.server.guard`` checks that every request passes first."""
+    """The routes, behind the ``luigi.server.guard`` checks that every request passes first.
+
+    ``channels`` are the RPC channels its ``/api/_batch`` route adopted (the server closes them at exit).
+    """
+
+    def __init__(self, channels: Channels, routes: list[Any], **settings: Any) -> None:
+        super().__init__(routes, **settings)
+        self.channels = channels
 
     def find_handler(  # type: ignore[override]  # a refusal is a plain delegate, not a handler's
         self, request: httputil.HTTPServerRequest, **kwargs: Any
@@ -40,7 +52,7 @@ def app(
     settings: ServerSettings | None = None,
     host_policy: HostPolicy | None = None,
     **tornado_settings: Any,
-) -> tornado.web.Application:
+) -> LuigidApplication:
     """The ``luigid`` web application serving ``scheduler``.
 
     Args:
@@ -55,9 +67,10 @@ def app(
         host_policy = HostPolicy.for_server(settings.allowed_hosts, "127.0.0.1", unix=False)
     common = {"server_settings": settings}
     api = {"server_settings": settings, "scheduler": scheduler}
+    channels = Channels(scheduler, settings)
     routes: list[Any] = [
         (r"/", RootHandler, dict(common)),
-        (r"/api/_batch", BatchHandler, api),
+        (r"/api/_batch", BatchHandler, {**api, "channels": channels}),
         (r"/api/(.*)", RpcHandler, api),
         *history_routes(scheduler, settings),
     ]
@@ -75,7 +88,7 @@ def app(
         "host_policy": host_policy,
     }
     options.update(tornado_settings)
-    return LuigidApplication(routes, **options)
+    return LuigidApplication(channels, routes, **options)
 
 
 def _log_request(handler: tornado.web.RequestHandler) -> None:

@@ -1,7 +1,8 @@
 """luigid's RPC channel: a connection our client upgraded (``Upgrade: luigi-rpc``), served without tornado.
 
 Once a server has shown it is one of ours, our client asks each connection to switch (``GET /api/_batch``
-with ``Upgrade: luigi-rpc``, answered ``101``); from then on that socket belongs to an ``RpcChannel``, a plain
+with ``Upgrade: luigi-rpc``, answered ``101``; ``api.BatchHandler`` detaches the socket from tornado, as
+tornado's websocket handler does); from then on that socket belongs to an ``RpcChannel``, a plain
 asyncio protocol that parses each request from its buffer and answers it with one write. For the request a
 worker makes once per task, tornado's connection, stream and future machinery cost luigid about as much
 CPU as the scheduler's own work. The channel speaks only what our client sends: ``POST /api/<method>``
@@ -39,12 +40,6 @@ IDLE_TIMEOUT = 3600.0  # seconds a channel may carry no request, as tornado allo
 _API_PREFIX = b"/api/"
 
 
-def asks_for_channel(headers: httputil.HTTPHeaders) -> bool:
-    """Whether a request's ``Upgrade`` header names our channel."""
-    offered = headers.get("Upgrade", "")
-    return CHANNEL_UPGRADE in (token.strip().lower() for token in offered.split(","))
-
-
 class Channels:
     """The channels of one server: each adopted from tornado after its upgrade, all closed at shutdown."""
 
@@ -53,7 +48,8 @@ class Channels:
     ) -> None:
         self.scheduler = scheduler
         self.settings = settings
-        self._after_answers = after_answers
+        # Run soon after channels answered (the server folds its state journal there); settable later.
+        self.after_answers = after_answers
         self._after_pending = False
         self._open: set[RpcChannel] = set()
         self._starting: set[asyncio.Task[None]] = set()
@@ -86,14 +82,14 @@ class Channels:
         is off that client's path.
         """
         self.last_answer = self.clock()
-        if self._after_answers is not None and not self._after_pending:
+        if self.after_answers is not None and not self._after_pending:
             self._after_pending = True
             asyncio.get_running_loop().call_soon(self._run_after_answers)
 
     def _run_after_answers(self) -> None:
         self._after_pending = False
-        assert self._after_answers is not None
-        self._after_answers()
+        if self.after_answers is not None:
+            self.after_answers()
 
     def answered_within(self, seconds: float) -> bool:
         """Whether a channel answered in the last ``seconds``: its client is likely to ask again soon."""

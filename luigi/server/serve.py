@@ -21,7 +21,6 @@ import tornado.netutil
 
 from luigi.server.app import app
 from luigi.server.channel import Channels
-from luigi.server.fast_batch import ApiRouter
 from luigi.server.guard import HostPolicy
 from luigi.server.handlers import VISUALISER_PATH
 from luigi.server.settings import ServerSettings
@@ -114,10 +113,11 @@ class SchedulerServer:
         self._stopping = asyncio.Event()
         if self._stop_requested:
             self._stopping.set()
-        channels = self.channels = Channels(self.scheduler, self.settings, self._checkpoint_if_due)
         hosts = HostPolicy.for_server(self.settings.allowed_hosts, self.address, self.unix_socket is not None)
-        router = ApiRouter(app(self.scheduler, self.settings, hosts), channels)
-        http = tornado.httpserver.HTTPServer(router, max_body_size=self.settings.connection_body_limit)
+        application = app(self.scheduler, self.settings, hosts)
+        channels = self.channels = application.channels
+        channels.after_answers = self._checkpoint_if_due
+        http = tornado.httpserver.HTTPServer(application, max_body_size=self.settings.connection_body_limit)
         http.add_sockets(self.sockets)
         pruning = tornado.ioloop.PeriodicCallback(self._prune, self.settings.prune_interval * 1000.0)
         pruning.start()

@@ -24,6 +24,8 @@ from typing import Any
 from luigi import notifications
 from luigi.event import Event
 from luigi.parameter import ParameterException
+from luigi.rpc import RemoteScheduler
+from luigi.rpc.retry import checked_ride_out
 from luigi.task import Task
 from luigi.task_register import TaskClassException, load_task
 from luigi.task_status import DISABLED, DONE, FAILED, PENDING, RUNNING, UNKNOWN
@@ -31,10 +33,9 @@ from luigi.worker import identity
 from luigi.worker.child_pool import ChildPool
 from luigi.worker.completion import CompletionChecker, CompletionCheckError, check_complete
 from luigi.worker.config import worker
-from luigi.worker.keep_alive import KeepAliveThread, SerializedScheduler, should_stay_alive
+from luigi.worker.keep_alive import KeepAliveThread, serialized, should_stay_alive
 from luigi.worker.lookahead import AheadAsker, Lookahead
 from luigi.worker.messages import MessageRouter
-from luigi.worker.reconnect import SchedulerRetrier
 from luigi.worker.task_process import (
     SchedulerMessage,
     TaskException,
@@ -99,10 +100,10 @@ class Worker:
             scheduler = Scheduler()
         self._config = worker(**kwargs)
         self._scheduler = scheduler
-        self._rpc = SerializedScheduler(scheduler)
-        self._retrier = SchedulerRetrier(self._config.scheduler_unreachable_timeout)
-        if hasattr(scheduler, "retain_undelivered"):  # a RemoteScheduler: lose no report while it is away
-            scheduler.retain_undelivered = self._retrier.timeout > 0
+        self._rpc = serialized(scheduler)
+        ride_out = checked_ride_out(self._config.scheduler_unreachable_timeout)
+        if isinstance(scheduler, RemoteScheduler):  # the client rides out a scheduler restart itself
+            scheduler.unreachable_timeout = ride_out
         self.worker_processes = int(worker_processes)
         self._assistant = assistant
         self.host = socket.gethostname()
@@ -127,7 +128,7 @@ class Worker:
         self._completion_cache: dict[str, bool] | None = {} if self._config.cache_task_completion else None
         self._stop_requesting_work = False
         lookahead = Lookahead(self._config.lookahead and hasattr(scheduler, "ask_ahead"))
-        self._ahead = AheadAsker(self._rpc, lookahead, lambda: self._retrier.call("flush", self._rpc.flush))
+        self._ahead = AheadAsker(self._rpc, lookahead, lambda: self._rpc.flush())
         self._idle_since: float | None = None
         self._keep_alive_thread: KeepAliveThread | None = None
         self._previous_sigusr1: Any = None
@@ -370,9 +371,7 @@ class Worker:
             fields["owners"] = task._owner_list()
             if fields.get("params") is not None:
                 fields["param_visibilities"] = task._get_param_visibilities()
-        self._retrier.call(
-            "add_task",
-            self._rpc.add_task,
+        self._rpc.add_task(
             worker=self._id,
             task_id=task_id,
             status=status,
@@ -420,7 +419,7 @@ class Worker:
 
     def _announce_to_scheduler(self) -> None:
         info = {**self._worker_info, "first_task": self._first_task, "assistant": self._assistant}
-        self._retrier.call("add_worker", self._rpc.add_worker, self._id, info)
+        self._rpc.add_worker(self._id, info)
 
     def _collect_while_full(self) -> None:
         while len(self._running_tasks) >= max(1, self.worker_processes):
@@ -435,7 +434,7 @@ class Worker:
         if reply is None:
             if self._stop_requesting_work:
                 return WorkGrant.nothing(WORKER_STATE_DISABLED)
-            reply = self._retrier.call("get_work", self._rpc.get_work, **self._get_work_kwargs())
+            reply = self._rpc.get_work(**self._get_work_kwargs())
         grant = WorkGrant.from_reply(reply)
         if grant.batch_id is not None and grant.batch_task_ids:
             self._take_batch(grant)

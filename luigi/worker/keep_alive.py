@@ -7,16 +7,23 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from luigi.rpc import RemoteScheduler
 from luigi.worker.work_grant import WorkGrant
 
 logger = logging.getLogger("luigi-interface")
 
 
-class SerializedScheduler:
-    """The scheduler seen through a lock: the keep-alive thread and the worker loop never call it at once.
+def serialized(scheduler: Any) -> Any:
+    """``scheduler`` as the worker loop and its keep-alive thread share it: one lock around each call.
 
-    The in-process ``Scheduler`` is plain data without locks of its own.
+    A ``RemoteScheduler`` takes its own lock once per call; anything else (the in-process ``Scheduler``
+    is plain data without locks) is seen through ``SerializedScheduler``.
     """
+    return scheduler if isinstance(scheduler, RemoteScheduler) else SerializedScheduler(scheduler)
+
+
+class SerializedScheduler:
+    """The scheduler seen through a lock: the keep-alive thread and the worker loop never call it at once."""
 
     def __init__(self, scheduler: Any) -> None:
         self._scheduler = scheduler

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from luigi.rpc import RPCError
-from luigi.worker.reconnect import is_unreachable
+from luigi.rpc.retry import is_unreachable
 
 logger = logging.getLogger("luigi-interface")
 
@@ -118,7 +118,7 @@ class AheadAsker:
         except RPCError as exc:
             if not is_unreachable(exc):
                 raise  # a refused report: raised here as the ordinary get_work would have
-            logger.debug("Asking ahead found the scheduler unreachable (the retrier waits): %s", exc)
+            logger.debug("Asking ahead found the scheduler unreachable (the client rides it out): %s", exc)
 
     def ran(self, seconds: float) -> None:
         """A task ran in this process for ``seconds``."""

@@ -1,0 +1,142 @@
+"""The client's one retry policy: capped exponential backoff, and optionally riding out a restart.
+
+A request that got no answer, or a 5xx one, is asked again up to ``[core] rpc_retry_attempts`` times,
+waiting at most ``[core] rpc_retry_wait`` seconds between attempts. With a ride-out
+(``[worker] scheduler_unreachable_timeout``, which ``luigi.build`` gives the client of its worker) it then
+keeps asking, at most ``MAX_BACKOFF`` seconds apart, until the scheduler has been unreachable that long:
+Luigi's worker exits at once instead (a ride-out of 0). Answers refusing a request are never retried.
+"""
+
+from __future__ import annotations
+
+import http.client
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from luigi.rpc.errors import RPCError, SchedulerHTTPError, TransientError, describe
+
+__all__ = ["MAX_BACKOFF", "RetryPolicy", "checked_ride_out", "is_unreachable", "real_sleep", "retry_delay"]
+
+logger = logging.getLogger("luigi-interface")
+
+T = TypeVar("T")
+
+_FIRST_RETRY_WAIT = 1.0  # seconds; doubled after each failed attempt, up to the cap
+MAX_BACKOFF = 30.0  # seconds between ride-out attempts at most, however long the scheduler stays away
+
+
+def retry_delay(attempt: int, cap: float, rng: random.Random) -> float:
+    """Seconds to wait after failed attempt ``attempt`` (1-based): doubling from 1 s, at most ``cap``.
+
+    The wait is drawn from the upper half of that ceiling so that many workers retrying after one
+    scheduler restart do not all come back in the same instant.
+    """
+    if cap <= 0:
+        return 0.0
+    ceiling = min(cap, _FIRST_RETRY_WAIT * 2 ** (attempt - 1))
+    return rng.uniform(ceiling / 2, ceiling)
+
+
+def is_unreachable(error: BaseException) -> bool:
+    """Whether ``error`` means the scheduler did not answer (or answered 5xx), not that it refused."""
+    if not isinstance(error, RPCError):
+        return False
+    if error.status is not None:
+        return error.status >= 500
+    return isinstance(error.sub_exception, (OSError, http.client.HTTPException))
+
+
+def checked_ride_out(timeout: float) -> float:
+    """``timeout`` as seconds to ride out, or ValueError naming the option when it is negative."""
+    if timeout < 0:
+        raise ValueError(f"[worker] scheduler_unreachable_timeout must be 0 or more seconds, got {timeout!r}")
+    return float(timeout)
+
+
+def real_sleep(seconds: float) -> None:
+    time.sleep(seconds)  # looked up at call time so that patching ``time.sleep`` reaches it
+
+
+@dataclass
+class RetryPolicy:
+    """How often, and how long, one request is asked again while the scheduler does not answer it.
+
+    ``sleep``, ``clock`` and ``rng`` are injectable so tests wait for nothing.
+    """
+
+    url: str  # named in messages
+    attempts: int
+    wait: float  # the cap of the backoff between ordinary attempts
+    log_retries: bool = True
+    ride_out: float = 0.0  # seconds to keep asking an unreachable scheduler after the attempts (0: none)
+    sleep: Callable[[float], None] = real_sleep
+    clock: Callable[[], float] = time.monotonic
+    rng: random.Random = field(default_factory=random.Random)
+
+    def run(self, what: str, attempt: Callable[[], T], ride_out: bool = True) -> T:
+        """``attempt()``'s result; it raises TransientError for a failure worth asking again.
+
+        Raises RPCError once the attempts (and, when ``ride_out``, the ride-out) are used up.
+        """
+        failure: BaseException | None = None
+        started: float | None = None  # when the first attempt failed
+        for number in range(1, self.attempts + 1):
+            try:
+                return attempt()
+            except TransientError as exc:
+                failure = exc.cause
+                if started is None:
+                    started = self.clock()
+            if number < self.attempts:
+                self._wait_before_retry(number, what, failure)
+        error = self._gave_up(failure)
+        if not ride_out or self.ride_out <= 0 or started is None:
+            raise error
+        return self._ride_out(what, attempt, error, started)
+
+    def _ride_out(self, what: str, attempt: Callable[[], T], error: RPCError, started: float) -> T:
+        """Keep asking, the backoff still growing, until the scheduler answers or has been unreachable
+        for ``ride_out`` seconds since the first failed attempt."""
+        logger.warning(
+            "Scheduler unreachable during %s (%s); retrying for up to %g s", what, error, self.ride_out
+        )
+        number = self.attempts - 1
+        while self.clock() - started < self.ride_out:
+            number += 1
+            self.sleep(retry_delay(number, MAX_BACKOFF, self.rng))
+            try:
+                result = attempt()
+            except TransientError as exc:
+                error = self._gave_up(exc.cause)
+                continue
+            logger.info("Scheduler reachable again after %.1f s; resuming %s", self.clock() - started, what)
+            return result
+        logger.error("Scheduler still unreachable after %g s; giving up", self.clock() - started)
+        raise error
+
+    def _gave_up(self, failure: BaseException | None) -> RPCError:
+        status = failure.status if isinstance(failure, SchedulerHTTPError) else None
+        return RPCError(
+            f"Errors ({self.attempts} attempts) when connecting to remote scheduler {self.url!r}: "
+            f"{describe(failure)}",
+            failure,
+            status=status,
+        )
+
+    def _wait_before_retry(self, attempt: int, what: str, failure: BaseException | None) -> None:
+        delay = retry_delay(attempt, self.wait, self.rng)
+        if self.log_retries:
+            logger.warning(
+                "Failed connecting to remote scheduler %r (%s, attempt %d of %d): %s; retrying in %.1f s",
+                self.url,
+                what,
+                attempt,
+                self.attempts,
+                describe(failure),
+                delay,
+            )
+        self.sleep(delay)
