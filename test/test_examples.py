@@ -182,3 +182,26 @@ def query(url: str, sql: str) -> list[tuple]:
             return [tuple(row) for row in conn.execute(text(sql))]
     finally:
         engine.dispose()
+
+
+# -- examples/spark_wordcount.py against the test's standalone Spark cluster -------------------------
+
+from contrib.spark_cluster import spark_standalone  # noqa: E402, F401  # a real Spark master and worker
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_spark_word_count_counts_every_file_on_the_standalone_cluster(tmp_path, spark_standalone):  # noqa: F811
+    config = tmp_path / "luigi.cfg"
+    config.write_text(spark_standalone.config_file_section())
+    done = luigi_command(
+        ["--module", "examples.spark_wordcount", "SparkWordCountReport", "--texts", "3"],
+        tmp_path,
+        {"LUIGI_CONFIG_PATH": str(config)},
+    )
+    assert done.returncode == 0, done.stderr[-5000:]
+    report = (tmp_path / "spark_wordcount" / "report-3.tsv").read_text().splitlines()
+    assert sum(int(line.split("\t")[1]) for line in report) == 3 * 100 * 10  # 3 files, 100 lines of 10 words
+    assert [app["state"] for app in spark_standalone.applications() if app["name"] == "SparkWordCount"] == [
+        "FINISHED"
+    ]
