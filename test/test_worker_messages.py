@@ -166,7 +166,8 @@ def test_a_message_fetched_by_a_ping_before_the_task_started_still_reaches_it(tm
         if gap == "before-start":
             worker._start_task = ping_in_the_gap(worker._start_task)
         else:
-            worker._children.start = ping_in_the_gap(worker._children.start)
+            slot_pool = worker._runner.in_slots.pool  # the gap between choosing a slot and starting it
+            slot_pool.start = ping_in_the_gap(slot_pool.start)
         worker.add(Listener())
         assert worker.run() is True
     answer = scheduler.get_scheduler_message_response(task_id=task_id, message_id=sent["message_id"])

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from luigi.worker.work_grant import WorkGrant
+from luigi.worker.get_work_reply import WorkGrant
 
 logger = logging.getLogger("luigi-interface")
 
