@@ -16,7 +16,6 @@ from typing import Any, Protocol
 from luigi.task import Task
 from luigi.worker.in_process_runner import InProcessRunner
 from luigi.worker.messages import Message
-from luigi.worker.slots import SlotRunner
 from luigi.worker.task_process import TaskOutcome
 
 logger = logging.getLogger("luigi-interface")
@@ -58,19 +57,21 @@ class RunnerChoice:
     """The worker's runner: a task runs in this process unless it needs a task slot.
 
     A slot is needed for a timeout (only a child can be killed), several tasks at once, or when
-    ``[worker] force_multiprocessing`` says so. Asking ahead is the in-process runner's: it hears of every
-    start and outcome, since a task granted ahead may be one that runs in a slot.
+    ``[worker] force_multiprocessing`` says so; ``make_slot_runner()`` builds the slot runner (a
+    ``SlotRunner``) when the first such task starts. Asking ahead is the in-process runner's: it hears of
+    every start and outcome, since a task granted ahead may be one that runs in a slot.
     """
 
     def __init__(
         self,
         in_process: InProcessRunner,
-        in_slots: SlotRunner,
+        make_slot_runner: Callable[[], TaskRunner],
         worker_processes: Callable[[], int],
         force_slots: bool,
     ) -> None:
         self.in_process = in_process
-        self.in_slots = in_slots
+        self.in_slots: TaskRunner | None = None
+        self._make_slot_runner = make_slot_runner
         self._worker_processes = worker_processes
         self._force_slots = force_slots
 
@@ -80,25 +81,31 @@ class RunnerChoice:
 
     def start(self, task: Task, timeout: float | None) -> None:
         """Run ``task`` in this process or in a slot, as ``needs_slot`` decides."""
-        if self.needs_slot(timeout):
-            self.in_process.starts_elsewhere(task.task_id)
-            self.in_slots.start(task, timeout)
-        else:
+        if not self.needs_slot(timeout):
             self.in_process.start(task, timeout)
+            return
+        if self.in_slots is None:
+            self.in_slots = self._make_slot_runner()
+        self.in_process.starts_elsewhere(task.task_id)
+        self.in_slots.start(task, timeout)
 
     def deliver(self, task_id: str, message: Message) -> bool:
         """Pass a scheduler message to whichever runner runs ``task_id``."""
-        return self.in_slots.deliver(task_id, message) or self.in_process.deliver(task_id, message)
+        in_slots = self.in_slots
+        if in_slots is not None and in_slots.deliver(task_id, message):
+            return True
+        return self.in_process.deliver(task_id, message)
 
     def wait(self, longest: float) -> None:
         """Wait for the slots unless an in-process outcome is ready (nothing runs in this process now)."""
-        if not self.in_process.has_outcomes():
+        if self.in_slots is not None and not self.in_process.has_outcomes():
             self.in_slots.wait(longest)
 
     def collect(self) -> list[TaskOutcome]:
         """Outcomes from this process, then from the slots; the in-process runner hears of each."""
         outcomes = self.in_process.collect()
-        outcomes.extend(self.in_slots.collect())
+        if self.in_slots is not None:
+            outcomes.extend(self.in_slots.collect())
         for outcome in outcomes:
             self.in_process.saw_outcome(outcome)
         return outcomes
@@ -114,4 +121,5 @@ class RunnerChoice:
     def shut_down(self) -> None:
         """Retire idle slots and kill busy ones."""
         self.in_process.shut_down()
-        self.in_slots.shut_down()
+        if self.in_slots is not None:
+            self.in_slots.shut_down()

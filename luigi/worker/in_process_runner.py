@@ -36,14 +36,15 @@ class InProcessRunner:
 
     ``opened(task_id)`` is called once the task can take scheduler messages, just before it runs;
     ``get_work_kwargs()`` are the worker's ``get_work`` arguments for an ask ahead, and ``taking_work()``
-    whether it still takes new work (a worker phasing out asks for nothing more).
+    whether it still takes new work (a worker phasing out asks for nothing more). Without ``ahead`` (the
+    scheduler cannot be asked ahead, or ``[worker] lookahead`` is off) every task is asked for in turn.
     """
 
     def __init__(
         self,
         scheduler: Any,
         options: TaskRunOptions,
-        ahead: AheadAsker,
+        ahead: AheadAsker | None,
         get_work_kwargs: Callable[[], dict[str, Any]],
         taking_work: Callable[[], bool],
         opened: Callable[[str], None],
@@ -65,16 +66,22 @@ class InProcessRunner:
             inbox = self._inboxes[task_id] = queue.Queue()
         reporter = TaskStatusReporter(self._scheduler, task_id, self._options.worker_id, inbox)
         process = TaskProcess(task, reporter, self._options, timeout=timeout)
+        ahead = self._ahead
+        if ahead is None:
+            self._opened(task_id)
+            self._outcomes.append(process.run())
+            return
         # (a worker phasing out runs what it was granted, and asks for nothing more)
-        self._ahead.before_start(task_id, self._taking_work(), self._get_work_kwargs)
+        ahead.before_start(task_id, self._taking_work(), self._get_work_kwargs)
         self._opened(task_id)
         started = time.monotonic()
         self._outcomes.append(process.run())
-        self._ahead.ran(time.monotonic() - started)
+        ahead.ran(time.monotonic() - started)
 
     def starts_elsewhere(self, task_id: str) -> None:
         """Another runner starts ``task_id``: no ask ahead goes before it, so held reports go now."""
-        self._ahead.before_start(task_id, False, self._get_work_kwargs)
+        if self._ahead is not None:
+            self._ahead.before_start(task_id, False, self._get_work_kwargs)
 
     def deliver(self, task_id: str, message: Message) -> bool:
         """Queue a scheduler message for the task, which reads it while it runs; False if not run here."""
@@ -103,15 +110,16 @@ class InProcessRunner:
 
     def saw_outcome(self, outcome: TaskOutcome) -> None:
         """A run ended, here or elsewhere: grants assuming its task are run only if it finished DONE."""
-        self._ahead.finished(outcome.task_id, outcome.status == DONE)
+        if self._ahead is not None:
+            self._ahead.finished(outcome.task_id, outcome.status == DONE)
 
     def take_granted_ahead(self) -> dict[str, Any] | None:
         """The next grant an ask ahead brought, if any."""
-        return self._ahead.take()
+        return self._ahead.take() if self._ahead is not None else None
 
     def granted_ahead(self) -> list[str]:
         """Tasks granted ahead that have not started yet."""
-        return self._ahead.queued()
+        return self._ahead.queued() if self._ahead is not None else []
 
     def shut_down(self) -> None:
         """Nothing runs here between calls; undelivered messages are dropped with their tasks."""

@@ -32,14 +32,13 @@ from luigi.worker import identity
 from luigi.worker.config import worker
 from luigi.worker.execution import RunnerChoice, TaskRunner
 from luigi.worker.get_work_reply import WORKER_STATE_DISABLED, WorkGrant
-from luigi.worker.graph_walk import GraphWalk
+from luigi.worker.graph_walk import FailureEmails, GraphWalk, TaskLedger, retry_policy_dict
 from luigi.worker.in_process_runner import InProcessRunner
 from luigi.worker.keep_alive import KeepAliveThread, SerializedScheduler, should_stay_alive
 from luigi.worker.lookahead import AheadAsker, Lookahead
 from luigi.worker.messages import Message, MessageRouter
 from luigi.worker.reconnect import SchedulerRetrier
 from luigi.worker.slots import SlotRunner
-from luigi.worker.task_ledger import FailureEmails, TaskLedger, retry_policy_dict
 from luigi.worker.task_process import TaskException, TaskOutcome, TaskRunOptions, is_external
 
 logger = logging.getLogger("luigi-interface")
@@ -110,8 +109,12 @@ class Worker:
         self._previous_sigusr1: Any = None
         self._install_shutdown_handler()
 
-    def _build_runner(self, remote: bool) -> RunnerChoice:
-        """The runners a task may run in, and the choice between them (``luigi.worker.execution``)."""
+    def _build_runner(self, remote: bool) -> TaskRunner:
+        """The runner of this worker's tasks: a ``RunnerChoice`` between this process and task slots.
+
+        The one place runners are made; another runner (or a subclass's) plugs in here. ``remote``: the
+        scheduler is our RPC client, which can ask ahead.
+        """
         config = self._config
         options = TaskRunOptions(
             worker_id=self._id,
@@ -120,14 +123,24 @@ class Worker:
             completion_cache=self._completion_cache,
             task_process_context=config.task_process_context,
         )
-        lookahead = Lookahead(config.lookahead and remote)
-        ahead = AheadAsker(self._rpc, lookahead, lambda: self._retrier.call("flush", self._rpc.flush))
+        ahead = (
+            AheadAsker(self._rpc, Lookahead(True), self._flush_held_reports)
+            if config.lookahead and remote
+            else None
+        )
         in_process = InProcessRunner(
             self._rpc, options, ahead, self._get_work_kwargs, self._taking_work, self._messages.open
         )
         slot_options = dataclasses.replace(options, in_child_process=True)
-        in_slots = SlotRunner(self._rpc, slot_options, self._ledger.tasks, self._messages.open)
-        return RunnerChoice(in_process, in_slots, lambda: self.worker_processes, config.force_multiprocessing)
+        return RunnerChoice(
+            in_process,
+            lambda: SlotRunner(self._rpc, slot_options, self._ledger.tasks, self._messages.open),
+            lambda: self.worker_processes,
+            config.force_multiprocessing,
+        )
+
+    def _flush_held_reports(self) -> None:
+        self._retrier.call("flush", self._rpc.flush)
 
     @property
     def add_succeeded(self) -> bool:
