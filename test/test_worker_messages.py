@@ -11,6 +11,7 @@ from luigi.local_target import LocalTarget
 from luigi.scheduler import Scheduler
 from luigi.task import Task
 from luigi.worker import KeepAliveThread, Worker
+from luigi.worker.slots.pool import SlotPool
 
 
 def wait_for(condition, timeout=10.0, interval=0.01):
@@ -131,7 +132,9 @@ def test_failed_ping_is_logged_and_retried(caplog):
 
 
 @pytest.mark.parametrize(("processes", "gap"), [(1, "before-start"), (2, "before-start"), (2, "before-slot")])
-def test_a_message_fetched_by_a_ping_before_the_task_started_still_reaches_it(tmp_path, processes, gap):
+def test_a_message_fetched_by_a_ping_before_the_task_started_still_reaches_it(
+    tmp_path, monkeypatch, processes, gap
+):
     """The keep-alive ping can fetch a message for a task in the moment between the grant and the start."""
 
     class Listener(Task):
@@ -166,7 +169,7 @@ def test_a_message_fetched_by_a_ping_before_the_task_started_still_reaches_it(tm
         if gap == "before-start":
             worker._start_task = ping_in_the_gap(worker._start_task)
         else:
-            worker._children.start = ping_in_the_gap(worker._children.start)
+            monkeypatch.setattr(SlotPool, "start", ping_in_the_gap(SlotPool.start))
         worker.add(Listener())
         assert worker.run() is True
     answer = scheduler.get_scheduler_message_response(task_id=task_id, message_id=sent["message_id"])

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from luigi.rpc import RemoteScheduler
-from luigi.worker.work_grant import WorkGrant
+from luigi.worker.get_work_reply import WorkGrant
 
 logger = logging.getLogger("luigi-interface")
 

@@ -1,9 +1,9 @@
 """Running one task: dependency checks, ``run()`` with dynamic dependencies, events, and the outcome.
 
-``TaskProcess.run()`` executes the task in the current process and returns a ``TaskOutcome``; the worker
-either calls it directly (in-process) or has a task slot run it in a child process (see
-``luigi.worker.child_pool``). While ``run()`` executes, the task gets ``set_tracking_url`` & co. bound to
-a status reporter, which talks to the scheduler directly in-process and through the worker from a child.
+``TaskProcess.run()`` executes the task in the current process and returns a ``TaskOutcome``; a task
+runner (``luigi.worker.execution``) calls it directly (in-process) or has a task slot run it in a child
+process (``luigi.worker.slots``). While ``run()`` executes, the task gets ``set_tracking_url`` & co. bound
+to a status reporter, which talks to the scheduler directly in-process and through the worker from a child.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import contextlib
 import importlib
 import logging
 import os
-import queue
 import time
 import traceback
 import types
@@ -322,49 +321,3 @@ class TaskProcess:
         except BaseException:  # a broken on_failure must still yield an explanation for the scheduler
             logger.exception("on_failure of %s raised", task)
             return f"Runtime error:\n{traceback.format_exc()}"
-
-
-class PipeMessageQueue:
-    """``scheduler_messages`` of a task running in a child: SchedulerMessages read from the parent's pipe.
-
-    Offers the Queue methods tasks use: ``get(block, timeout)``, ``get_nowait()``, ``empty()``, ``qsize()``.
-    """
-
-    def __init__(self, reader: Any, responder: Any, task_id: str) -> None:
-        self._reader = reader
-        self._responder = responder
-        self._task_id = task_id
-
-    def _message(self, raw: dict[str, Any]) -> SchedulerMessage:
-        reserved = ("kind", "message_id", "content", "task_id")
-        payload = {key: value for key, value in raw.items() if key not in reserved}
-        return SchedulerMessage(
-            self._responder, self._task_id, str(raw.get("message_id")), raw.get("content"), **payload
-        )
-
-    def _is_for_this_task(self, raw: Any) -> bool:
-        return isinstance(raw, dict) and raw.get("kind") == "message" and raw.get("task_id") == self._task_id
-
-    def get(self, block: bool = True, timeout: float | None = None) -> SchedulerMessage:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            remaining = 0.0 if deadline is None and not block else None
-            if deadline is not None:
-                remaining = max(0.0, deadline - time.monotonic()) if block else 0.0
-            if self._reader.wait(remaining):
-                raw = self._reader.take_one()
-                if self._is_for_this_task(raw):
-                    return self._message(raw)
-                continue  # left over from an earlier task that ran in the same process
-            if self._reader.at_eof or (remaining is not None and remaining <= 0):
-                raise queue.Empty
-
-    def get_nowait(self) -> SchedulerMessage:
-        return self.get(block=False)
-
-    def empty(self) -> bool:
-        return self.qsize() == 0
-
-    def qsize(self) -> int:
-        self._reader.pump()
-        return sum(1 for raw in self._reader.peek_all() if self._is_for_this_task(raw))

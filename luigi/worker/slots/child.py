@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import gc
 import os
+import queue
 import random
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Mapping
 from multiprocessing import process as mp_process
@@ -22,8 +24,8 @@ from typing import Any, NoReturn
 
 import psutil
 
-from luigi.worker.channel import JsonLineReader, JsonLineWriter
-from luigi.worker.task_process import PipeMessageQueue, TaskOutcome, TaskProcess, TaskRunOptions
+from luigi.worker.slots.pipe import JsonLineReader, JsonLineWriter
+from luigi.worker.task_process import SchedulerMessage, TaskOutcome, TaskProcess, TaskRunOptions
 
 # A slot whose memory grew by more than this while running a task is replaced by a fresh fork, so one
 # heavy task does not leave every later task in that slot with its high-water mark.
@@ -59,6 +61,52 @@ class ForwardingStatusReporter:
 
     def add_scheduler_message_response(self, task_id: str, message_id: str, response: Any) -> None:
         self._forward("add_scheduler_message_response", task_id, message_id, response)
+
+
+class PipeMessageQueue:
+    """``scheduler_messages`` of a task running in a child: SchedulerMessages read from the parent's pipe.
+
+    Offers the Queue methods tasks use: ``get(block, timeout)``, ``get_nowait()``, ``empty()``, ``qsize()``.
+    """
+
+    def __init__(self, reader: JsonLineReader, responder: ForwardingStatusReporter, task_id: str) -> None:
+        self._reader = reader
+        self._responder = responder
+        self._task_id = task_id
+
+    def _message(self, raw: dict[str, Any]) -> SchedulerMessage:
+        reserved = ("kind", "message_id", "content", "task_id")
+        payload = {key: value for key, value in raw.items() if key not in reserved}
+        return SchedulerMessage(
+            self._responder, self._task_id, str(raw.get("message_id")), raw.get("content"), **payload
+        )
+
+    def _is_for_this_task(self, raw: Any) -> bool:
+        return isinstance(raw, dict) and raw.get("kind") == "message" and raw.get("task_id") == self._task_id
+
+    def get(self, block: bool = True, timeout: float | None = None) -> SchedulerMessage:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = 0.0 if deadline is None and not block else None
+            if deadline is not None:
+                remaining = max(0.0, deadline - time.monotonic()) if block else 0.0
+            if self._reader.wait(remaining):
+                raw = self._reader.take_one()
+                if self._is_for_this_task(raw):
+                    return self._message(raw)
+                continue  # left over from an earlier task that ran in the same process
+            if self._reader.at_eof or (remaining is not None and remaining <= 0):
+                raise queue.Empty
+
+    def get_nowait(self) -> SchedulerMessage:
+        return self.get(block=False)
+
+    def empty(self) -> bool:
+        return self.qsize() == 0
+
+    def qsize(self) -> int:
+        self._reader.pump()
+        return sum(1 for raw in self._reader.peek_all() if self._is_for_this_task(raw))
 
 
 def slot_main(

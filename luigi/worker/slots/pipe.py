@@ -1,4 +1,4 @@
-"""Newline-delimited JSON over a pipe: how a forked task process and its worker talk.
+"""The pipes between the worker and its task slots: newline-delimited JSON, read without blocking.
 
 JSON rather than pickle keeps the format plain data; each side only ever reads what its own code wrote.
 """

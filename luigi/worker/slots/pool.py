@@ -2,7 +2,7 @@
 
 Forking a fresh process per task makes the worker pay for copying its page tables (and then for
 copy-on-write faults) on every task, which caps a large graph at a few hundred tasks a second. So each
-slot is forked once and runs many tasks (see ``luigi.worker.slot_process``). A slot only runs tasks it
+slot is forked once and runs many tasks (see ``luigi.worker.slots.child``). A slot only runs tasks it
 already knows, so a task object reaches it exactly as the worker built it; for a task scheduled after the
 slot was forked, an idle slot is replaced by a fresh fork. A task that times out is killed with its slot
 and every process either started; a slot that dies is reported with its exit code. Exits are noticed
@@ -24,8 +24,8 @@ import psutil
 
 from luigi.event import Event
 from luigi.task_status import FAILED
-from luigi.worker.channel import JsonLineReader, JsonLineWriter
-from luigi.worker.slot_process import slot_main
+from luigi.worker.slots.child import slot_main
+from luigi.worker.slots.pipe import JsonLineReader, JsonLineWriter
 from luigi.worker.task_process import FORWARDABLE_REPORTS, TaskOutcome, TaskProcess
 
 logger = logging.getLogger("luigi-interface")
@@ -189,7 +189,7 @@ class TaskSlot:
             self._pidfd = None
 
 
-class ChildPool:
+class SlotPool:
     """The worker's slots: hands out tasks, waits for them, turns exits and timeouts into outcomes."""
 
     def __init__(self) -> None:

@@ -1,0 +1,125 @@
+"""The execution seam: how the worker has its granted tasks run, and the one place a runner is chosen.
+
+The worker loop talks to one ``TaskRunner``: it starts a granted task, passes scheduler messages to it,
+waits, collects outcomes and shuts the runner down (as rq's ``execute_job`` hides fork, spawn and in-process
+execution). ``RunnerChoice`` is that runner: it runs each task in the worker's own process
+(``InProcessRunner``, which also asks ahead) or in a forked task slot (``SlotRunner``, for several tasks at
+once or a timeout). Another runner (a cluster executor) plugs in by satisfying ``TaskRunner``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from luigi.task import Task
+from luigi.worker.in_process_runner import InProcessRunner
+from luigi.worker.messages import Message
+from luigi.worker.task_process import TaskOutcome
+
+logger = logging.getLogger("luigi-interface")
+
+
+class TaskRunner(Protocol):
+    """Runs the worker's granted tasks and hands back how each run ended.
+
+    A runner is told when a task can take scheduler messages by the callback it was built with; the
+    worker holds earlier messages until then (``luigi.worker.messages``).
+    """
+
+    def start(self, task: Task, timeout: float | None) -> None:
+        """Begin running ``task`` (an in-process runner runs it to the end here); ``timeout`` in seconds.
+
+        A task that cannot be started is not an error: its FAILED outcome is collected like any other.
+        """
+
+    def deliver(self, task_id: str, message: Message) -> bool:
+        """Pass a scheduler message to the running task; False if the task does not run here."""
+
+    def wait(self, longest: float) -> None:
+        """Block until an outcome is ready, ``longest`` seconds at most; at once if one is or none runs."""
+
+    def collect(self) -> list[TaskOutcome]:
+        """The outcomes of the runs that ended since the last call, oldest first."""
+
+    def take_granted_ahead(self) -> dict[str, Any] | None:
+        """A ``get_work`` reply the runner obtained while its tasks ran (asking ahead), to act on next."""
+
+    def granted_ahead(self) -> list[str]:
+        """Tasks granted to this worker that the runner holds but has not started: current tasks too."""
+
+    def shut_down(self) -> None:
+        """Stop whatever still runs: the worker is stopping or its run has ended."""
+
+
+class RunnerChoice:
+    """The worker's runner: a task runs in this process unless it needs a task slot.
+
+    A slot is needed for a timeout (only a child can be killed), several tasks at once, or when
+    ``[worker] force_multiprocessing`` says so; ``make_slot_runner()`` builds the slot runner (a
+    ``SlotRunner``) when the first such task starts. Asking ahead is the in-process runner's: it hears of
+    every start and outcome, since a task granted ahead may be one that runs in a slot.
+    """
+
+    def __init__(
+        self,
+        in_process: InProcessRunner,
+        make_slot_runner: Callable[[], TaskRunner],
+        worker_processes: Callable[[], int],
+        force_slots: bool,
+    ) -> None:
+        self.in_process = in_process
+        self.in_slots: TaskRunner | None = None
+        self._make_slot_runner = make_slot_runner
+        self._worker_processes = worker_processes
+        self._force_slots = force_slots
+
+    def needs_slot(self, timeout: float | None) -> bool:
+        """Whether a task with this ``timeout`` runs in a task slot rather than in this process."""
+        return timeout is not None or self._worker_processes() > 1 or self._force_slots
+
+    def start(self, task: Task, timeout: float | None) -> None:
+        """Run ``task`` in this process or in a slot, as ``needs_slot`` decides."""
+        if not self.needs_slot(timeout):
+            self.in_process.start(task, timeout)
+            return
+        if self.in_slots is None:
+            self.in_slots = self._make_slot_runner()
+        self.in_process.starts_elsewhere(task.task_id)
+        self.in_slots.start(task, timeout)
+
+    def deliver(self, task_id: str, message: Message) -> bool:
+        """Pass a scheduler message to whichever runner runs ``task_id``."""
+        in_slots = self.in_slots
+        if in_slots is not None and in_slots.deliver(task_id, message):
+            return True
+        return self.in_process.deliver(task_id, message)
+
+    def wait(self, longest: float) -> None:
+        """Wait for the slots unless an in-process outcome is ready (nothing runs in this process now)."""
+        if self.in_slots is not None and not self.in_process.has_outcomes():
+            self.in_slots.wait(longest)
+
+    def collect(self) -> list[TaskOutcome]:
+        """Outcomes from this process, then from the slots; the in-process runner hears of each."""
+        outcomes = self.in_process.collect()
+        if self.in_slots is not None:
+            outcomes.extend(self.in_slots.collect())
+        for outcome in outcomes:
+            self.in_process.saw_outcome(outcome)
+        return outcomes
+
+    def take_granted_ahead(self) -> dict[str, Any] | None:
+        """The next grant an ask ahead brought (only the in-process runner asks ahead)."""
+        return self.in_process.take_granted_ahead()
+
+    def granted_ahead(self) -> list[str]:
+        """Tasks granted ahead and not started yet."""
+        return self.in_process.granted_ahead()
+
+    def shut_down(self) -> None:
+        """Retire idle slots and kill busy ones."""
+        self.in_process.shut_down()
+        if self.in_slots is not None:
+            self.in_slots.shut_down()

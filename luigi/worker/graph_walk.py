@@ -1,0 +1,242 @@
+"""Walking the task graph into the scheduler: ``requires()``, ``complete()`` checks, one ``add_task`` each.
+
+The walk is breadth-first from the roots it is given; each task not seen before is checked for completeness
+(in threads with ``multiprocess``), judged by the table of COMPAT f.3, and reported with its dependencies,
+which are walked in turn. Errors in user code make a task unschedulable and are reported; a task that
+breaks the worker's contract raises ``TaskException``.
+
+Every ``add_task`` of the worker, the walk's and the run loop's, goes through the ``TaskLedger`` here, so
+the record ``luigi.execution_summary`` reads is complete.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from collections.abc import Iterable
+from typing import Any
+
+from luigi import notifications
+from luigi.event import Event
+from luigi.task import Task
+from luigi.task_status import DISABLED, DONE, PENDING, UNKNOWN
+from luigi.worker.completion import CompletionChecker, CompletionCheckError
+from luigi.worker.config import worker
+from luigi.worker.task_process import TaskException, is_external
+
+logger = logging.getLogger("luigi-interface")
+
+
+def retry_policy_dict(task: Task) -> dict[str, Any]:
+    """The task's retry settings, as ``add_task`` takes them."""
+    return {
+        "retry_count": task.retry_count,
+        "disable_hard_timeout": task.disable_hard_timeout,
+        "disable_window": task.disable_window,
+    }
+
+
+class TaskLedger:
+    """The worker's tasks by id, and ``(task, status, runnable)`` for each report it sent about them.
+
+    ``batches`` maps the id of a combined batch task to the tasks it stands for: the report of the batch
+    is recorded for each of them.
+    """
+
+    def __init__(self, scheduler: Any, worker_id: str) -> None:
+        self._scheduler = scheduler
+        self._worker_id = worker_id
+        self.tasks: dict[str, Task] = {}
+        self.history: list[tuple[Task, str, bool]] = []
+        self.batches: dict[str, list[Task]] = {}
+
+    def send_add_task(self, task_id: str, status: str, runnable: bool, **fields: Any) -> None:
+        """``add_task`` to the scheduler (its client rides out an outage), recorded in ``history``."""
+        task = self.tasks.get(task_id)
+        members = self.batches.pop(task_id, None)
+        if members is not None:
+            self.history.extend((member, status, True) for member in members)
+        elif task is not None:
+            self.history.append((task, status, runnable))
+        if task is not None:
+            fields["owners"] = task._owner_list()
+            if fields.get("params") is not None:
+                fields["param_visibilities"] = task._get_param_visibilities()
+        self._scheduler.add_task(
+            worker=self._worker_id,
+            task_id=task_id,
+            status=status,
+            runnable=runnable,
+            **fields,
+        )
+        logger.info("Informed scheduler that task   %s   has status   %s", task_id, status)
+
+
+class FailureEmails:
+    """Failure e-mails through ``luigi.notifications`` (looked up per call so tests can patch it)."""
+
+    def __init__(self, enabled: bool, host: str) -> None:
+        self.enabled = enabled
+        self.host = host
+
+    def send(self, subject: str, headline: str, task: Task, formatted_exception: str | None) -> None:
+        """Mail the task's owners about it, naming the command that ran."""
+        if not self.enabled:
+            return
+        command = " ".join(sys.argv)
+        message = notifications.format_task_error(headline, task, command, formatted_exception)
+        notifications.send_error_email(subject, message, task._owner_list())
+
+
+class GraphWalk:
+    """Reports tasks and everything they need to the scheduler, through the worker's ``TaskLedger``.
+
+    ``succeeded`` turns False when some task could not be scheduled since the last ``add``.
+    """
+
+    def __init__(
+        self,
+        scheduler: Any,
+        ledger: TaskLedger,
+        emails: FailureEmails,
+        config: worker,
+        completion_cache: dict[str, bool] | None,
+        worker_id: str,
+        assistant: bool,
+    ) -> None:
+        self._scheduler = scheduler
+        self._ledger = ledger
+        self._emails = emails
+        self._config = config
+        self._completion_cache = completion_cache
+        self._worker_id = worker_id
+        self._assistant = assistant
+        self._batch_families_sent: set[str] = set()
+        self._reported: set[str] = set()  # task ids add() has reported since the last forget_reported()
+        self.succeeded = True
+
+    def add(self, task: Task, parallel: bool, processes: int) -> bool:
+        """Walk from ``task``, skipping what earlier calls reported; False if some scheduling failed."""
+        self.succeeded = True
+        try:
+            self.walk([task], self._reported, parallel=parallel, processes=processes)
+        except (KeyboardInterrupt, TaskException):
+            raise
+        except Exception as exc:  # a bug or a broken scheduler: say which task it hit, then re-raise
+            self.succeeded = False
+            formatted = traceback.format_exc()
+            logger.error("Uncaught exception in luigi while scheduling %s", task, exc_info=True)
+            task.trigger_event(Event.BROKEN_TASK, task, exc)
+            self._emails.send(
+                f"Luigi: Framework error while scheduling {task}. Host: {self._emails.host}",
+                "Luigi framework error",
+                task,
+                formatted,
+            )
+            raise
+        return self.succeeded
+
+    def forget_reported(self) -> None:
+        """A run ended: the next ``add`` reports every task it reaches again."""
+        self._reported.clear()
+
+    def walk(self, roots: Iterable[Task], seen: set[str], parallel: bool = False, processes: int = 0) -> None:
+        """Breadth-first over ``requires()``, reporting each task not in ``seen`` once (adding it there)."""
+        checker = CompletionChecker(self._completion_cache, parallel=parallel, processes=processes)
+        try:
+            for root in roots:
+                if root.task_id not in seen:
+                    seen.add(root.task_id)
+                    checker.submit(root)
+            while checker.outstanding:
+                task, answer = checker.next_result()
+                for dep in self._schedule_one(task, answer):
+                    if dep.task_id not in seen:
+                        seen.add(dep.task_id)
+                        checker.submit(dep)
+        finally:
+            checker.close()
+
+    def _schedule_one(self, task: Task, answer: bool | CompletionCheckError) -> list[Task]:
+        """Report one task's status and dependencies to the scheduler; returns the dependencies to walk."""
+        status, runnable, deps = self._judge(task, answer)
+        if task.disabled:
+            status = DISABLED
+        for dep in deps or ():
+            task.trigger_event(Event.DEPENDENCY_DISCOVERED, task, dep)
+        self._ledger.tasks[task.task_id] = task
+        self._ledger.send_add_task(
+            task.task_id,
+            status,
+            runnable,
+            deps=[dep.task_id for dep in deps] if deps is not None else None,
+            priority=task.priority,
+            resources=task.process_resources(),
+            params=task.to_str_params(),
+            family=task.task_family,
+            module=task.task_module,
+            batchable=task.batchable,
+            retry_policy_dict=retry_policy_dict(task),
+            accepts_messages=task.accepts_messages,
+            assistant=self._assistant,
+        )
+        return deps or []
+
+    def _judge(self, task: Task, answer: bool | CompletionCheckError) -> tuple[str, bool, list[Task] | None]:
+        """(status, runnable, dependencies) by the table of COMPAT f.3, firing the matching events."""
+        limit = self._config.task_limit
+        if limit is not None and len(self._ledger.tasks) >= limit:
+            logger.warning(
+                "Will not run %s or any dependencies due to exceeded task-limit of %d", task, limit
+            )
+            return UNKNOWN, False, None
+        if isinstance(answer, CompletionCheckError):
+            self._report_scheduling_error(task, "complete()", answer.trace)
+            task.trigger_event(Event.DEPENDENCY_MISSING, task)
+            return UNKNOWN, False, None
+        if answer:
+            task.trigger_event(Event.DEPENDENCY_PRESENT, task)
+            return DONE, False, None
+        if is_external(task):
+            task.trigger_event(Event.DEPENDENCY_MISSING, task)
+            logger.warning(
+                "Data for %s does not exist (yet?). The task is an external data dependency, so it cannot be "
+                "run from this luigi process.",
+                task,
+            )
+            return PENDING, self._config.retry_external_tasks, None
+        deps = self._dependencies_of(task)
+        return (PENDING, True, deps) if deps is not None else (UNKNOWN, False, None)
+
+    def _dependencies_of(self, task: Task) -> list[Task] | None:
+        """``task.deps()``, or None after reporting why it failed; a non-task dependency is an error."""
+        try:
+            deps = task.deps()
+        except Exception as exc:  # user code: the task cannot be scheduled, and the user is told why
+            self._report_scheduling_error(task, "deps()", traceback.format_exc())
+            task.trigger_event(Event.BROKEN_TASK, task, exc)
+            return None
+        for dep in deps:
+            if not isinstance(dep, Task):
+                raise TaskException(
+                    f"requires() of {task} must return Task objects, but it returned {dep!r} "
+                    f"({type(dep).__name__})"
+                )
+        if task.batchable and task.task_family not in self._batch_families_sent:
+            self._scheduler.add_task_batcher(
+                worker=self._worker_id,
+                task_family=task.task_family,
+                batched_args=task.batch_param_names(),
+                max_batch_size=task.max_batch_size,
+            )
+            self._batch_families_sent.add(task.task_family)
+        return deps
+
+    def _report_scheduling_error(self, task: Task, method: str, formatted: str) -> None:
+        self.succeeded = False
+        headline = f"Will not run {task} or any dependencies due to error in {method} method"
+        logger.warning("%s:\n%s", headline, formatted)
+        self._emails.send(
+            f"Luigi: {task} failed scheduling. Host: {self._emails.host}", headline, task, formatted
+        )

@@ -1,0 +1,459 @@
+"""The worker: walks the task graph into the scheduler (``add``), then runs what it is granted (``run``).
+
+``Worker.add`` hands the walk to ``luigi.worker.graph_walk``. ``Worker.run`` is a loop of named steps: make
+room, ask for work, start the granted task, wait for a running one, idle or stop; outcomes are reported as
+they are collected. How a task runs (in this process, or in a forked task slot) is the runner's business:
+the loop talks to it only through the ``TaskRunner`` protocol of ``luigi.worker.execution``.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import logging
+import random
+import signal
+import socket
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+from luigi import notifications
+from luigi.parameter import ParameterException
+from luigi.rpc import RemoteScheduler
+from luigi.rpc.retry import checked_ride_out
+from luigi.task import Task
+from luigi.task_register import TaskClassException, load_task
+from luigi.task_status import DONE, FAILED, RUNNING
+from luigi.worker import identity
+from luigi.worker.config import worker
+from luigi.worker.execution import RunnerChoice, TaskRunner
+from luigi.worker.get_work_reply import WORKER_STATE_DISABLED, WorkGrant
+from luigi.worker.graph_walk import FailureEmails, GraphWalk, TaskLedger, retry_policy_dict
+from luigi.worker.in_process_runner import InProcessRunner
+from luigi.worker.keep_alive import KeepAliveThread, serialized, should_stay_alive
+from luigi.worker.lookahead import AheadAsker, Lookahead
+from luigi.worker.messages import Message, MessageRouter
+from luigi.worker.slots import SlotRunner
+from luigi.worker.task_process import TaskException, TaskOutcome, TaskRunOptions, is_external
+
+logger = logging.getLogger("luigi-interface")
+
+# json.dumps(expl, default=str) without building an encoder for every outcome.
+_EXPL_ENCODER = json.JSONEncoder(default=str)
+
+# What building a task from its family and serialized parameters may raise (unknown family, bad value).
+_TASK_LOAD_ERRORS = (TaskClassException, ParameterException, ImportError, ValueError, TypeError)
+
+
+def _time() -> Any:
+    """``time`` as ``luigi.worker.time``: patching it there reaches the idle loop's clock and sleep."""
+    return getattr(sys.modules.get("luigi.worker"), "time", time)
+
+
+class Worker:
+    """Schedules tasks with a scheduler and runs the ones it grants; use as a context manager.
+
+    Keyword arguments override ``[worker]`` options (e.g. ``Worker(keep_alive=True, timeout=60)``).
+    """
+
+    def __init__(
+        self,
+        scheduler: Any = None,
+        worker_id: str | None = None,
+        worker_processes: int = 1,
+        assistant: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if scheduler is None:
+            from luigi.scheduler import Scheduler
+
+            scheduler = Scheduler()
+        self._config = worker(**kwargs)
+        self._scheduler = scheduler
+        self._rpc = serialized(scheduler)
+        ride_out = checked_ride_out(self._config.scheduler_unreachable_timeout)
+        # Decided once: only our RPC client rides out a restart, holds reports and asks ahead.
+        remote = isinstance(scheduler, RemoteScheduler)
+        if remote:
+            scheduler.unreachable_timeout = ride_out
+        self.worker_processes = int(worker_processes)
+        self._assistant = assistant
+        self.host = socket.gethostname()
+        self._worker_info = identity.worker_info(self.worker_processes, self.host)
+        self._id: str = worker_id or self._config.id or identity.worker_id(self._worker_info)
+        self._first_task: str | None = None
+        self.run_succeeded = True
+        self.unfulfilled_counts: collections.Counter[str] = collections.Counter()
+        self._completion_cache: dict[str, bool] | None = {} if self._config.cache_task_completion else None
+        self._ledger = TaskLedger(self._rpc, self._id)
+        self._emails = FailureEmails(self._config.send_failure_email, self.host)
+        self._graph = GraphWalk(
+            self._rpc, self._ledger, self._emails, self._config, self._completion_cache, self._id, assistant
+        )
+        # Read by luigi.execution_summary:
+        self._scheduled_tasks = self._ledger.tasks
+        self._add_task_history = self._ledger.history
+        self._get_work_response_history: list[dict[str, Any]] = []
+
+        self._running_tasks: dict[str, Task] = {}  # started here, outcome not handled yet
+        self._messages = MessageRouter(self._deliver_message)
+        self._stop_requesting_work = False
+        self._runner: TaskRunner = self._build_runner(remote)
+        self._idle_since: float | None = None
+        self._keep_alive_thread: KeepAliveThread | None = None
+        self._previous_sigusr1: Any = None
+        self._install_shutdown_handler()
+
+    def _build_runner(self, remote: bool) -> TaskRunner:
+        """The runner of this worker's tasks: a ``RunnerChoice`` between this process and task slots.
+
+        The one place runners are made; another runner (or a subclass's) plugs in here. ``remote``: the
+        scheduler is our RPC client, which can ask ahead.
+        """
+        config = self._config
+        options = TaskRunOptions(
+            worker_id=self._id,
+            check_unfulfilled_deps=config.check_unfulfilled_deps,
+            check_complete_on_run=config.check_complete_on_run,
+            completion_cache=self._completion_cache,
+            task_process_context=config.task_process_context,
+        )
+        ahead = (
+            AheadAsker(self._rpc, Lookahead(True), self._flush_held_reports)
+            if config.lookahead and remote
+            else None
+        )
+        in_process = InProcessRunner(
+            self._rpc, options, ahead, self._get_work_kwargs, self._taking_work, self._messages.open
+        )
+        slot_options = dataclasses.replace(options, in_child_process=True)
+        return RunnerChoice(
+            in_process,
+            lambda: SlotRunner(self._rpc, slot_options, self._ledger.tasks, self._messages.open),
+            lambda: self.worker_processes,
+            config.force_multiprocessing,
+        )
+
+    def _flush_held_reports(self) -> None:
+        self._rpc.flush()
+
+    @property
+    def add_succeeded(self) -> bool:
+        """Whether every task the last ``add`` reached could be scheduled."""
+        return self._graph.succeeded
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    def __enter__(self) -> Worker:
+        """Start pinging the scheduler so it knows this worker (and its running tasks) are alive."""
+        self._keep_alive_thread = KeepAliveThread(
+            self._rpc, self._id, self._config.ping_interval, self._handle_rpc_message
+        )
+        self._keep_alive_thread.start()
+        return self
+
+    def __exit__(self, exc_type: object, exc_value: object, tb: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop pinging, kill task processes still running, and give SIGUSR1 back to its old handler."""
+        if self._keep_alive_thread is not None:
+            self._keep_alive_thread.stop()
+            self._keep_alive_thread.join(timeout=10)  # a ping may hang on an unreachable scheduler
+            self._keep_alive_thread = None
+        self._runner.shut_down()
+        self._restore_shutdown_handler()
+
+    def _install_shutdown_handler(self) -> None:
+        if self._config.no_install_shutdown_handler or not hasattr(signal, "SIGUSR1"):
+            return
+        try:
+            self._previous_sigusr1 = signal.signal(signal.SIGUSR1, self.handle_interrupt)
+        except ValueError:  # not the main thread: signals cannot be handled here
+            self._previous_sigusr1 = None
+
+    def _restore_shutdown_handler(self) -> None:
+        if self._previous_sigusr1 is None:
+            return
+        try:
+            if signal.getsignal(signal.SIGUSR1) == self.handle_interrupt:
+                signal.signal(signal.SIGUSR1, self._previous_sigusr1)
+        except ValueError:
+            pass
+        self._previous_sigusr1 = None
+
+    def handle_interrupt(self, signum: int, frame: FrameType | None) -> None:
+        """SIGUSR1: finish the running tasks but take no new work (``luigi --take-lock`` sends it)."""
+        logger.info("Worker %s received signal %s: it will stop asking for new work", self._id, signum)
+        self._start_phasing_out()
+
+    def _start_phasing_out(self) -> None:
+        self._stop_requesting_work = True
+
+    def _taking_work(self) -> bool:
+        return not self._stop_requesting_work
+
+    # -- messages from the scheduler ----------------------------------------------------------------
+
+    def _handle_rpc_message(self, message: dict[str, Any]) -> None:
+        """Call the handler a ping reply names; only the two handlers below may be invoked remotely."""
+        name = message.get("name") if isinstance(message, dict) else None
+        kwargs = message.get("kwargs") if isinstance(message, dict) else None
+        handlers: dict[str, Callable[..., None]] = {
+            "set_worker_processes": self.set_worker_processes,
+            "dispatch_scheduler_message": self.dispatch_scheduler_message,
+        }
+        if name not in handlers or not isinstance(kwargs, dict):
+            logger.error("Worker %s has no handler for scheduler message %r", self._id, message)
+            return
+        logger.info("Worker %s got message %s", self._id, name)
+        handlers[name](**kwargs)
+
+    def set_worker_processes(self, n: int) -> None:
+        """Change how many tasks run at once (the scheduler's ``set_worker_processes`` message)."""
+        self.worker_processes = max(1, int(n))
+        self._rpc.add_worker(self._id, {"workers": self.worker_processes})
+
+    def dispatch_scheduler_message(self, task_id: str, message_id: str, content: Any, **kwargs: Any) -> None:
+        """Hand a scheduler message to the task it is for (held until that task has started here)."""
+        self._messages.dispatch(
+            {**kwargs, "task_id": str(task_id), "message_id": message_id, "content": content}
+        )
+
+    def _deliver_message(self, message: Message) -> None:
+        """Give a message to its running task, through the runner that runs it."""
+        task_id, message_id = message["task_id"], message["message_id"]
+        task = self._running_tasks.get(task_id)
+        if task is None or not task.accepts_messages:
+            logger.warning(
+                "Dropping scheduler message %s: task %s is not running here or refuses messages",
+                message_id,
+                task_id,
+            )
+        elif not self._runner.deliver(task_id, message):
+            logger.warning("Dropping scheduler message %s: task %s has just finished", message_id, task_id)
+
+    # -- add: telling the scheduler about the graph ---------------------------------------------------
+
+    def add(self, task: Task, multiprocess: bool = False, processes: int = 0) -> bool:
+        """Report ``task`` and everything it needs to the scheduler; False if some scheduling failed.
+
+        ``multiprocess`` checks ``complete()`` of many tasks at once, in ``processes`` threads.
+        """
+        if not isinstance(task, Task):
+            raise TaskException(f"Worker.add() needs a Task instance, got {task!r} ({type(task).__name__})")
+        if self._first_task is None:
+            self._first_task = task.task_id
+        return self._graph.add(task, parallel=multiprocess, processes=processes)
+
+    # -- run: the loop ------------------------------------------------------------------------------
+
+    def run(self) -> bool:
+        """Run granted tasks until none is left for this worker; True if every one succeeded."""
+        logger.info("Running Worker with %d processes", self.worker_processes)
+        self.run_succeeded = True
+        self._announce_to_scheduler()
+        try:
+            while self._run_step():
+                pass
+            while self._running_tasks:
+                self._collect_outcomes(block=True)
+        finally:
+            self._graph.forget_reported()
+            self._runner.shut_down()
+        return self.run_succeeded
+
+    def _run_step(self) -> bool:
+        """Make room, ask for work, then start it, wait for a running task or idle; False: nothing is left."""
+        self._collect_while_full()
+        grant = self._get_work()
+        if grant.worker_state == WORKER_STATE_DISABLED:
+            self._start_phasing_out()
+        if grant.task_id is not None:
+            self._idle_since = None
+            self._start_task(grant.task_id)
+        elif self._running_tasks:
+            self._collect_outcomes(block=True)
+        elif self._stay_alive(grant):
+            self._sleep_before_asking_again()
+        else:
+            return False
+        return True
+
+    def _announce_to_scheduler(self) -> None:
+        info = {**self._worker_info, "first_task": self._first_task, "assistant": self._assistant}
+        self._rpc.add_worker(self._id, info)
+
+    def _collect_while_full(self) -> None:
+        while len(self._running_tasks) >= max(1, self.worker_processes):
+            self._collect_outcomes(block=True)
+
+    # -- asking for work ----------------------------------------------------------------------------
+
+    def _get_work(self) -> WorkGrant:
+        """Ask the scheduler for a task (nothing once stopping, but a task granted ahead is ours to run),
+        loading tasks we did not schedule."""
+        reply = self._runner.take_granted_ahead()
+        if reply is None:
+            if self._stop_requesting_work:
+                return WorkGrant.nothing(WORKER_STATE_DISABLED)
+            reply = self._rpc.get_work(**self._get_work_kwargs())
+        grant = WorkGrant.from_reply(reply)
+        if grant.batch_id is not None and grant.batch_task_ids:
+            self._take_batch(grant)
+        elif grant.task_id is not None and grant.task_id not in self._ledger.tasks:
+            self._load_foreign_task(grant)
+        self._get_work_response_history.append(
+            {"task_id": grant.task_id, "running_tasks": grant.running_tasks}
+        )
+        if grant.task_id is None and not self._stop_requesting_work:
+            grant.log_no_work(tasks_running_here=bool(self._running_tasks))
+        return grant
+
+    def _get_work_kwargs(self) -> dict[str, Any]:
+        return {
+            "worker": self._id,
+            "host": self.host,
+            "assistant": self._assistant,
+            "current_tasks": [*self._running_tasks, *self._runner.granted_ahead()],
+        }
+
+    def _load_foreign_task(self, grant: WorkGrant) -> None:
+        """A task scheduled by another worker (we are an assistant): build it from its family and params."""
+        logger.info("Did not schedule %s, will load it dynamically", grant.task_id)
+        try:
+            self._ledger.tasks[str(grant.task_id)] = load_task(
+                grant.task_module, grant.task_family, grant.task_params
+            )
+        except _TASK_LOAD_ERRORS:
+            self._handle_task_load_error([str(grant.task_id)])
+            grant.task_id = None
+
+    def _take_batch(self, grant: WorkGrant) -> None:
+        """Build the combined task of a batch and tell the scheduler we run it under the batch id."""
+        try:
+            task = load_task(grant.task_module, grant.task_family, grant.task_params)
+        except _TASK_LOAD_ERRORS:
+            self._handle_task_load_error(grant.batch_task_ids)
+            return
+        tasks = self._ledger.tasks
+        members = [tasks[i] for i in grant.batch_task_ids if i in tasks]
+        tasks[task.task_id] = task
+        self._ledger.batches[task.task_id] = members
+        self._rpc.add_task(
+            worker=self._id,
+            task_id=task.task_id,
+            status=RUNNING,
+            runnable=True,
+            batch_id=grant.batch_id,
+            family=task.task_family,
+            module=task.task_module,
+            params=task.to_str_params(),
+            priority=task.priority,
+            resources=task.process_resources(),
+        )
+        grant.task_id = task.task_id
+
+    def _handle_task_load_error(self, task_ids: list[str]) -> None:
+        """Fail tasks we were granted but cannot build (called while handling the error)."""
+        message = f"Cannot find task(s) sent by scheduler: {', '.join(task_ids)}"
+        logger.exception(message)
+        self.run_succeeded = False
+        expl = notifications.wrap_traceback(traceback.format_exc())
+        for task_id in task_ids:
+            self._ledger.send_add_task(task_id, FAILED, False, expl=json.dumps(expl))
+        if self._config.send_failure_email:
+            notifications.send_error_email(f"Luigi: {message}", expl)
+
+    def _stay_alive(self, grant: WorkGrant) -> bool:
+        """With ``keep_alive``, whether to wait for more work rather than exit."""
+        if self._idle_since is None:
+            self._idle_since = _time().time()
+        if self._stop_requesting_work:
+            return False
+        idle_seconds = _time().time() - self._idle_since
+        return should_stay_alive(self._config, grant, self._assistant, idle_seconds)
+
+    def _sleep_before_asking_again(self) -> None:
+        interval = self._config.wait_interval + random.uniform(0, self._config.wait_jitter)
+        logger.debug("Sleeping for %f seconds", interval)
+        _time().sleep(interval)
+
+    # -- running tasks and reporting how they ended -------------------------------------------------
+
+    def _start_task(self, task_id: str) -> None:
+        """Have the runner run the granted task, within its ``worker_timeout`` (or ``[worker] timeout``)."""
+        task = self._ledger.tasks[task_id]
+        timeout = task.worker_timeout if task.worker_timeout is not None else self._config.timeout
+        self._running_tasks[task_id] = task
+        self._runner.start(task, timeout or None)
+
+    def _collect_outcomes(self, block: bool) -> None:
+        """Handle finished tasks; with ``block``, wait (at most ``wait_interval``) for one to finish."""
+        if block:
+            self._runner.wait(max(self._config.wait_interval, 0.0))
+        for outcome in self._runner.collect():
+            self._handle_outcome(outcome)
+
+    def _handle_outcome(self, outcome: TaskOutcome) -> None:
+        """Report one finished run to the scheduler, adding dynamic dependencies and rescheduling."""
+        task = self._ledger.tasks.get(outcome.task_id)
+        if task is None or self._running_tasks.pop(outcome.task_id, None) is None:
+            return  # not a task we are running (a stale report)
+        self._messages.close(outcome.task_id)
+        new_dep_ids = self._add_dynamic_dependencies(task, outcome) if outcome.new_deps else []
+        if outcome.status == FAILED and not (is_external(task) and self._config.retry_external_tasks):
+            self._emails.send(
+                f"Luigi: {task} FAILED. Host: {self.host}",
+                "A task failed when running. Most likely run() raised an exception.",
+                task,
+                str(outcome.expl),
+            )
+        if outcome.status == DONE and self._completion_cache is not None:
+            self._completion_cache[task.task_id] = True
+        self._ledger.send_add_task(
+            task.task_id,
+            outcome.status,
+            True,
+            expl=_EXPL_ENCODER.encode(outcome.expl),
+            resources=task.process_resources(),
+            params=task.to_str_params(),
+            family=task.task_family,
+            module=task.task_module,
+            new_deps=new_dep_ids,
+            assistant=self._assistant,
+            retry_policy_dict=retry_policy_dict(task),
+        )
+        if outcome.missing:
+            self._reschedule_if_allowed(task, outcome.missing)
+        self.run_succeeded &= outcome.status == DONE or bool(new_dep_ids)
+
+    def _add_dynamic_dependencies(self, task: Task, outcome: TaskOutcome) -> list[str]:
+        """Build the yielded tasks and walk them into the scheduler; returns their ids.
+
+        A dependency that cannot be built (unknown family, bad parameter) fails the task instead.
+        """
+        try:
+            new_tasks = [load_task(module, family, params) for module, family, params in outcome.new_deps]
+        except _TASK_LOAD_ERRORS as exc:
+            outcome.status = FAILED
+            outcome.expl = f"Could not build the dynamic dependencies yielded by {task}: {exc}"
+            logger.error(outcome.expl)
+            return []
+        self._graph.walk(new_tasks, set())
+        return [dep.task_id for dep in new_tasks]
+
+    def _reschedule_if_allowed(self, task: Task, missing: list[str]) -> None:
+        """Re-add a task whose dependencies were incomplete at run time, ``max_reschedules`` times at most."""
+        reschedule = True
+        for dep_id in missing:
+            self.unfulfilled_counts[dep_id] += 1
+            if self.unfulfilled_counts[dep_id] > self._config.max_reschedules:
+                reschedule = False
+        if reschedule:
+            self._graph.walk([task], set())

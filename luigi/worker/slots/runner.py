@@ -1,0 +1,89 @@
+"""Running tasks in task slots: forked child processes, several at once, each task within its timeout."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from luigi.task import Task
+from luigi.task_status import FAILED
+from luigi.worker.messages import Message
+from luigi.worker.slots.pool import SlotPool
+from luigi.worker.task_process import TaskOutcome, TaskProcess, TaskRunOptions, TaskStatusReporter
+
+logger = logging.getLogger("luigi-interface")
+
+
+class SlotRunner:
+    """A ``TaskRunner`` over the worker's ``SlotPool``; it never asks ahead.
+
+    A slot is forked knowing ``tasks`` (the worker's scheduled tasks, read at each fork); a task's reports
+    come back through the pool and are sent to ``scheduler`` from the worker's process. ``opened(task_id)``
+    is called once the slot has the task, so it can take scheduler messages.
+    """
+
+    def __init__(
+        self,
+        scheduler: Any,
+        options: TaskRunOptions,
+        tasks: Mapping[str, Task],
+        opened: Callable[[str], None],
+    ) -> None:
+        self._scheduler = scheduler
+        self._options = options
+        self._tasks = tasks
+        self._opened = opened
+        self.pool = SlotPool()
+        self._unstarted: list[TaskOutcome] = []  # FAILED outcomes of tasks no slot could take
+
+    def start(self, task: Task, timeout: float | None) -> None:
+        """Hand ``task`` to a slot (forking one if needed); a refused fork fails the task, not the worker."""
+        task_id = task.task_id
+        reporter = TaskStatusReporter(self._scheduler, task_id, self._options.worker_id)
+        process = TaskProcess(task, reporter, self._options, timeout=timeout)
+        deadline = time.time() + timeout if timeout else None
+        try:
+            self.pool.start(process, deadline, self._tasks, self._options.completion_cache)
+        except OSError as exc:  # e.g. fork() refused for lack of memory: this task fails, the worker goes on
+            logger.error("Could not start a process for %s: %s", task, exc)
+            self._unstarted.append(
+                TaskOutcome(task_id, FAILED, f"Could not start a process for {task}: {exc}")
+            )
+        else:
+            self._opened(task_id)
+
+    def deliver(self, task_id: str, message: Message) -> bool:
+        """Write a scheduler message to the slot running the task; False if no slot runs it."""
+        slot = self.pool.slot_running(task_id)
+        if slot is None:
+            return False
+        if not slot.deliver_message(message):
+            logger.warning("Could not pass scheduler message %s to task %s", message["message_id"], task_id)
+        return True
+
+    def wait(self, longest: float) -> None:
+        """Block until a slot reports or exits, a deadline passes, or ``longest`` seconds."""
+        if self._unstarted or not self.pool:
+            return
+        logger.debug("%d tasks running in slots, waiting for one to finish", len(self.pool))
+        self.pool.wait(longest, time.time())
+
+    def collect(self) -> list[TaskOutcome]:
+        """Outcomes of tasks that could not start, then of jobs that ended, died or ran out of time."""
+        outcomes, self._unstarted = self._unstarted, []
+        outcomes.extend(self.pool.collect(time.time()))
+        return outcomes
+
+    def take_granted_ahead(self) -> dict[str, Any] | None:
+        """Never anything: tasks in slots run while the worker asks, so there is no round trip to hide."""
+        return None
+
+    def granted_ahead(self) -> list[str]:
+        """Never anything (see ``take_granted_ahead``)."""
+        return []
+
+    def shut_down(self) -> None:
+        """Retire idle slots and kill busy ones with everything their tasks started."""
+        self.pool.shut_down()
