@@ -5,8 +5,8 @@ from __future__ import annotations
 import abc
 from typing import ClassVar
 
-from luigi.scheduler.changes import ChangeSet
-from luigi.scheduler.state import SchedulerState
+from luigi.scheduler.model.changes import ChangeSet
+from luigi.scheduler.model.state import SchedulerState
 
 
 class StateStoreError(Exception):
