@@ -287,14 +287,16 @@ class SchedulerState:
         """Fill what a task first known as a stub lacks; fields it already has stay."""
         if not task.family and family:
             self.set_family(task, family)
-        if not task.module:
+        if not task.module and module != task.module:
             task.module = module
+            self.mark_changed(task.id)
         if not task.param_visibilities and param_visibilities:
             task.param_visibilities = dict(param_visibilities)
             task.pretty_cache = None
-        if not task.params:
+            self.mark_changed(task.id)
+        if not task.params and params:
             task.set_params(params)
-        self.mark_changed(task.id)
+            self.mark_changed(task.id)
 
     def start_run(self, task: TaskRecord, worker_id: str, held: dict[str, Any] | None) -> None:
         """Record that ``worker_id`` runs the task from now, holding ``held`` (None: as before)."""

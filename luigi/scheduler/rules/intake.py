@@ -70,7 +70,8 @@ class ReportIntake:
         if report.status == FAILED and self.config.batch_emails:
             self._queue_failure_email(task, report)
         self._apply_graph(task, report, reporter)
-        self.state.set_fields(task, retry_policy=retry_policy)  # last: stub tasks learn it only here
+        if task.retry_policy != retry_policy:  # set last: stub tasks learn their policy only here
+            self.state.set_fields(task, retry_policy=retry_policy)
         if report.runnable and report.status != FAILED and reporter.enabled:
             self.state.add_task_worker(task, report.worker)
             self.state.mark_runnable(task)
@@ -119,12 +120,13 @@ class ReportIntake:
         """Messages flag, tracking url and explanation (shared with batch members), owners, removal."""
         state = self.state
         members = state.batch_members(task.batch_id) if task.batch_id is not None else []
-        if report.accepts_messages is not None:
+        if report.accepts_messages is not None and task.accepts_messages != bool(report.accepts_messages):
             state.set_fields(task, accepts_messages=bool(report.accepts_messages))
         if report.tracking_url is not None or task.status != RUNNING:
             for target in [task, *members]:
-                state.set_fields(target, tracking_url=report.tracking_url)
-        if report.batchable is not None:
+                if target.tracking_url != report.tracking_url:
+                    state.set_fields(target, tracking_url=report.tracking_url)
+        if report.batchable is not None and task.batchable != bool(report.batchable):
             state.set_fields(task, batchable=bool(report.batchable))
         if task.remove is not None:
             state.set_removal(task, None)  # wanted again: not to be removed
