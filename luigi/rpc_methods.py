@@ -203,7 +203,7 @@ _METHODS: tuple[RpcMethod, ...] = (
             _param("assistant", "bool", False),
             _param("current_tasks", "list[name]?", None),
             # Our worker's running tasks it expects to finish DONE: a task waiting only for them may be
-            # granted ahead of them (see ``luigi.scheduler.grant.choose_ahead_of``).
+            # granted ahead of them (see ``luigi.scheduler.rules.ahead.choose_ahead_of``).
             _param("assume_done", "list[name]?", None, extension=True),
             _param("max_tasks", "int", 1, extension=True),  # our worker's: several single tasks at once
         ),

@@ -172,7 +172,7 @@ def test_when_a_link_fails_every_link_granted_ahead_of_it_goes_back_to_pending()
 
 
 def test_the_tasks_one_get_work_grants_are_capped():
-    from luigi.scheduler.handout import MAX_TASKS_PER_GET_WORK
+    from luigi.scheduler.rules.ahead import MAX_TASKS_PER_GET_WORK
 
     sch, _ = make_scheduler()
     for n in range(MAX_TASKS_PER_GET_WORK + 5):
@@ -204,7 +204,7 @@ class CountingSet(set):
 
 
 def test_a_task_with_thousands_of_dependents_has_only_a_bounded_number_looked_at():
-    from luigi.scheduler.grant import AHEAD_SCAN
+    from luigi.scheduler.rules.ahead import AHEAD_SCAN
 
     sch, _ = make_scheduler()
     sch.add_task(worker=WORKER, task_id="Setup")

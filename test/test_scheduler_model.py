@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scheduler_helpers import make_scheduler
 
-from luigi.scheduler.upstream import UPSTREAM_DISABLED, upstream_status
+from luigi.scheduler.views.upstream import UPSTREAM_DISABLED, upstream_status
 
 WORKERS = ["w1", "w2"]
 TASKS = [f"T{i}" for i in range(12)]

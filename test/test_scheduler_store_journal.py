@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from luigi.scheduler import ManualClock, Scheduler, SchedulerConfig
-from luigi.scheduler.config import RetryPolicy
-from luigi.scheduler.records import TaskRecord, WorkerRecord
+from luigi.scheduler.model.records import TaskRecord, WorkerRecord
+from luigi.scheduler.settings import RetryPolicy
 from luigi.scheduler.store import CorruptStateError, SqlStore, StateStoreError, codec
 from luigi.scheduler.store import journal as journal_module
 from luigi.scheduler.store import sql as sql_module

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from postgres_helpers import fresh_schema, require_postgres
 
 from luigi.scheduler import ManualClock, Scheduler, SchedulerConfig
-from luigi.scheduler.state import SchedulerState
+from luigi.scheduler.model.state import SchedulerState
 from luigi.scheduler.store import SqlStore
 from luigi.scheduler.store.codec import DERIVED_TASK_FIELDS, DERIVED_WORKER_FIELDS
 

@@ -18,7 +18,7 @@ import pytest
 from postgres_helpers import fresh_schema, require_postgres
 
 from luigi.scheduler import Scheduler
-from luigi.scheduler.clock import ManualClock
+from luigi.scheduler.model.clock import ManualClock
 from luigi.task_history import NopHistory, TaskHistory
 from luigi.task_status import DONE, FAILED, PENDING, RUNNING
 

@@ -12,7 +12,8 @@ import random
 import pytest
 from scheduler_helpers import WORKER, granted, make_scheduler
 
-from luigi.scheduler import Scheduler, census
+from luigi.scheduler import Scheduler
+from luigi.scheduler.views import census
 
 UPSTREAM = ("UPSTREAM_FAILED", "UPSTREAM_DISABLED", "UPSTREAM_RUNNING", "UPSTREAM_MISSING_INPUT")
 

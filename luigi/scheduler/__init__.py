@@ -1,5 +1,11 @@
 """The central scheduler: pure state and decisions behind the RPC methods (no I/O, injectable clock).
 
+``core`` is the ``Scheduler`` (one method per RPC), thin over ``rules/`` (what changes: intake,
+transitions, pruning, get_work) and ``views/`` (read-only answers), which both stand on ``model/``
+(records and the indexed state every write goes through). ``settings`` reads the configuration,
+``hooks`` holds the side effects (disable notices, batched e-mails, task history) and ``store/`` keeps
+the state across restarts. This module only re-exports.
+
 ``luigi.scheduler.time`` is the module the default clock reads, and ``luigi.scheduler.notifications``
 is where disable notices go by default; tests may patch either.
 """
@@ -10,13 +16,12 @@ import importlib
 import time
 from typing import Any
 
-from luigi.scheduler.cli_config import scheduler
-from luigi.scheduler.clock import Clock, ManualClock, system_time
-from luigi.scheduler.config import RetryPolicy, SchedulerConfig
 from luigi.scheduler.core import Scheduler
 from luigi.scheduler.hooks import FailureBatcher
-from luigi.scheduler.records import TaskRecord, WorkerRecord
-from luigi.scheduler.upstream import (
+from luigi.scheduler.model.clock import Clock, ManualClock, system_time
+from luigi.scheduler.model.records import TaskRecord, WorkerRecord
+from luigi.scheduler.settings import RetryPolicy, SchedulerConfig, scheduler
+from luigi.scheduler.views.upstream import (
     UPSTREAM_DISABLED,
     UPSTREAM_FAILED,
     UPSTREAM_MISSING_INPUT,

@@ -10,23 +10,23 @@ import logging
 import uuid
 from typing import Any
 
-from luigi.scheduler import policy, queries
-from luigi.scheduler.census import Census
-from luigi.scheduler.changes import ChangeSet
-from luigi.scheduler.clock import Clock, system_time
-from luigi.scheduler.config import SchedulerConfig
-from luigi.scheduler.grant import Selection, choose_next
-from luigi.scheduler.handout import Handout
 from luigi.scheduler.hooks import FailureBatcher, default_history, default_notifier, record_history
-from luigi.scheduler.intake import ReportIntake, TaskReport, unbatched_params
-from luigi.scheduler.neighbourhood import GraphViews, detail_of
-from luigi.scheduler.prune import prune as prune_state
-from luigi.scheduler.records import TaskRecord
-from luigi.scheduler.serialize import serialize_task, traverse_graph
-from luigi.scheduler.state import SchedulerState
+from luigi.scheduler.model.changes import ChangeSet
+from luigi.scheduler.model.clock import Clock, system_time
+from luigi.scheduler.model.records import TaskRecord
+from luigi.scheduler.model.state import SchedulerState
+from luigi.scheduler.rules.get_work import GetWork, Selection
+from luigi.scheduler.rules.intake import ReportIntake, TaskReport, unbatched_params
+from luigi.scheduler.rules.pruning import prune as prune_state
+from luigi.scheduler.rules.resources import check_resource_amounts
+from luigi.scheduler.rules.transitions import Notifier, StatusRules
+from luigi.scheduler.settings import SchedulerConfig
 from luigi.scheduler.store.base import NullStore, StateStore
-from luigi.scheduler.task_pages import PageQuery, TaskPages
-from luigi.scheduler.transitions import Notifier, StatusRules
+from luigi.scheduler.views import queries
+from luigi.scheduler.views.census import Census
+from luigi.scheduler.views.neighbourhood import GraphViews, detail_of
+from luigi.scheduler.views.serialize import serialize_task, traverse_graph
+from luigi.scheduler.views.task_pages import PageQuery, TaskPages
 from luigi.task_history import TaskHistory
 from luigi.task_status import (
     DISABLED,
@@ -79,9 +79,7 @@ class Scheduler:
         self._task_history = task_history if task_history is not None else default_history(config)
         self._batch_notifier = batch_notifier
         self._intake = ReportIntake(self._state, self._rules, self._task_history, batch_notifier)
-        self._handout = Handout(
-            self._state, self._rules, self._task_history, self.update_metrics_task_started
-        )
+        self._get_work = GetWork(self._state, self._rules, self._task_history)
         self._store: StateStore = store if store is not None else NullStore()
         if self._store.tracks_changes:
             self._state.changes = ChangeSet()
@@ -105,14 +103,11 @@ class Scheduler:
         state.changes = None  # what loading sets is already stored
         try:
             self._store.load(state)
-            now = self._clock()
-            for worker in state.workers.values():
-                worker.last_active = now
-            stale = _tasks_naming_unknown_workers(state)
-            state.rebuild_indexes()
+            stale = state.settle_loaded(self._clock())
         finally:
             state.changes = ChangeSet()
-        state.changes.tasks.update(dict.fromkeys(stale))  # rebuilding dropped unknown workers from these
+        for task_id in stale:  # rebuilding dropped unknown workers from these
+            state.mark_changed(task_id)
 
     def flush(self) -> None:
         """Make every change since the last flush durable, all or nothing (a no-op when nothing changed).
@@ -210,8 +205,7 @@ class Scheduler:
         self, worker: str, task_family: str, batched_args: list[str], max_batch_size: float = float("inf")
     ) -> None:
         """Let ``worker`` run tasks of ``task_family`` in batches over the ``batched_args`` parameters."""
-        self._state.batchers.setdefault(worker, {})[task_family] = (list(batched_args), max_batch_size)
-        self._state.mark_batcher_dirty(worker)
+        self._state.set_batcher(worker, task_family, batched_args, max_batch_size)
 
     # -- handing out work --------------------------------------------------------------------------------
 
@@ -247,16 +241,19 @@ class Scheduler:
             self.add_worker(worker, [("assistant", assistant)])
         selection: Selection | None = None
         if current_tasks is not None:
-            selection = self._handout.reconcile(worker, current_tasks)
+            selection = self._get_work.settle(worker, current_tasks)
         assumed = set(assume_done or ())
         if selection is None and not self._state.paused:
-            selection = choose_next(self._state, worker, assistant, assumed)
+            selection = self._get_work.choose(worker, assistant, assumed)
         reply = self.count_pending(worker)
         if selection is None:
             reply["task_id"] = None
-        else:
-            more = 1 if self._state.paused else max_tasks
-            reply.update(self._handout.grant(selection, worker, host, assistant, assumed, more))
+            return reply
+        more = 1 if self._state.paused else max_tasks
+        started = self._get_work.start(selection, worker, host, assistant, assumed, more)
+        for task in started.tasks:
+            self.update_metrics_task_started(task)
+        reply.update(started.reply)
         return reply
 
     def count_pending(self, worker: str) -> dict[str, Any]:
@@ -267,8 +264,7 @@ class Scheduler:
 
     def add_worker(self, worker: str, info: Any) -> None:
         """Merge facts about a worker (a dict or a list of pairs: host, username, pid, workers, ...)."""
-        self._state.worker(worker).info.update(_info_dict(worker, info))
-        self._state.mark_worker_dirty(worker)
+        self._state.update_worker_info(worker, _info_dict(worker, info))
 
     def disable_worker(self, worker: str) -> None:
         """Give the worker no more tasks; its next ``get_work`` answers ``worker_state='disabled'``."""
@@ -276,15 +272,11 @@ class Scheduler:
 
     def set_worker_processes(self, worker: str, n: int) -> None:
         """Ask the worker (through its next ``ping``) to run ``n`` processes."""
-        self._state.worker(worker).add_rpc_message("set_worker_processes", n=n)
-        self._state.mark_worker_dirty(worker)
+        self._state.queue_worker_message(worker, "set_worker_processes", n=n)
 
     def ping(self, worker: str) -> dict[str, Any]:
         """Keep the worker alive and hand it its queued messages."""
-        messages = self._state.touch_worker(worker).fetch_rpc_messages()
-        if messages:
-            self._state.mark_worker_dirty(worker)
-        return {"rpc_messages": messages}
+        return {"rpc_messages": self._state.take_worker_messages(worker)}
 
     def worker_list(self, include_running: bool = True) -> list[dict[str, Any]]:
         """Active workers, newest first, with their info, running tasks and pending counts."""
@@ -326,8 +318,7 @@ class Scheduler:
         task = self._state.tasks.get(task_id)
         if task is not None:
             for target in self._with_batch_members(task):
-                target.status_message = status_message
-                self._state.mark_dirty(target.id)
+                self._state.set_fields(target, status_message=status_message)
 
     def get_task_status_message(self, task_id: str) -> dict[str, Any]:
         """``{taskId, statusMessage}`` (empty for an unknown task)."""
@@ -339,8 +330,7 @@ class Scheduler:
         task = self._state.tasks.get(task_id)
         if task is not None:
             for target in self._with_batch_members(task):
-                target.progress_percentage = progress_percentage
-                self._state.mark_dirty(target.id)
+                self._state.set_fields(target, progress_percentage=progress_percentage)
 
     def get_task_progress_percentage(self, task_id: str) -> dict[str, Any]:
         """``{taskId, progressPercentage}`` (None for an unknown task)."""
@@ -352,18 +342,14 @@ class Scheduler:
 
     def decrease_running_task_resources(self, task_id: str, decrease_resources: dict[str, Any]) -> None:
         """Release part of a RUNNING task's resources (never below 0)."""
-        decrease = policy.check_resource_amounts(
+        decrease = check_resource_amounts(
             "decrease_running_task_resources: decrease_resources", decrease_resources
         )
         task = self._state.tasks.get(task_id)
         if task is None or task.status != RUNNING:
             return None
         for target in self._with_batch_members(task):
-            held = target.resources_running if target.resources_running is not None else {}
-            for name, amount in decrease.items():
-                if amount > 0 and name in held:
-                    held[name] = max(0, held[name] - amount)
-            self._state.mark_dirty(target.id)
+            self._state.release_resources(target, decrease)
         return None
 
     def get_running_task_resources(self, task_id: str) -> dict[str, Any]:
@@ -385,26 +371,23 @@ class Scheduler:
         if not self._config.send_messages:
             return {"message_id": None}
         message_id = str(uuid.uuid4())
-        self._state.worker(worker).add_rpc_message(
-            "dispatch_scheduler_message", task_id=task, message_id=message_id, content=content
+        self._state.queue_worker_message(
+            worker, "dispatch_scheduler_message", task_id=task, message_id=message_id, content=content
         )
-        self._state.mark_worker_dirty(worker)
         return {"message_id": message_id}
 
     def add_scheduler_message_response(self, task_id: str, message_id: str, response: Any) -> None:
         """Store a running task's answer to a scheduler message."""
         task = self._state.tasks.get(task_id)
         if task is not None:
-            task.scheduler_message_responses[message_id] = response
-            self._state.mark_dirty(task_id)
+            self._state.add_message_response(task, message_id, response)
 
     def get_scheduler_message_response(self, task_id: str, message_id: str) -> dict[str, Any]:
         """The response to a message, handed out once."""
         task = self._state.tasks.get(task_id)
-        if task is None or message_id not in task.scheduler_message_responses:
+        if task is None:
             return {"response": None}
-        self._state.mark_dirty(task_id)
-        return {"response": task.scheduler_message_responses.pop(message_id)}
+        return {"response": self._state.take_message_response(task, message_id)}
 
     # -- views ---------------------------------------------------------------------------------------------
 
@@ -502,17 +485,15 @@ class Scheduler:
 
     def update_resources(self, **resources: Any) -> None:
         """Merge capacities into the resource table."""
-        checked = policy.check_resource_amounts("update_resources", resources)
-        self._state.resources.update(checked)
-        for name in checked:
-            self._state.mark_resource_dirty(name)
+        checked = check_resource_amounts("update_resources", resources)
+        for name, amount in checked.items():
+            self._state.set_resource(name, amount)
 
     def update_resource(self, resource: str, amount: Any) -> bool:
         """Set one capacity; False (and no change) unless ``amount`` is a non-negative int."""
         if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
             return False
-        self._state.resources[resource] = amount
-        self._state.mark_resource_dirty(resource)
+        self._state.set_resource(resource, amount)
         return True
 
     def has_task_history(self) -> bool:
@@ -529,15 +510,12 @@ class Scheduler:
 
     def pause(self) -> None:
         """Stop handing out work (when ``pause_enabled``)."""
-        if self._config.pause_enabled and not self._state.paused:
-            self._state.paused = True
-            self._state.mark_paused_dirty()
+        if self._config.pause_enabled:
+            self._state.set_paused(True)
 
     def unpause(self) -> None:
         """Hand out work again."""
-        if self._state.paused:
-            self._state.paused = False
-            self._state.mark_paused_dirty()
+        self._state.set_paused(False)
 
     def prune(self) -> None:
         """Apply what is due: worker disconnects, failed runs, retries, re-enables and removals (f.5)."""
@@ -563,16 +541,6 @@ class Scheduler:
 
     def report_task_statistics(self, task_id: str, statistics: Any) -> None:
         """Metrics hook (no collector yet)."""
-
-
-def _tasks_naming_unknown_workers(state: SchedulerState) -> list[str]:
-    """Loaded tasks listing workers that were not loaded (``rebuild_indexes`` drops those ids)."""
-    known = state.workers
-    return [
-        task.id
-        for task in state.tasks.values()
-        if any(w not in known for w in task.workers) or any(w not in known for w in task.stakeholders)
-    ]
 
 
 def _info_dict(worker: str, info: Any) -> dict[str, Any]:

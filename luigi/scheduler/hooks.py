@@ -6,7 +6,7 @@ import logging
 import sys
 from typing import Any, Protocol
 
-from luigi.scheduler.config import SchedulerConfig
+from luigi.scheduler.settings import SchedulerConfig
 from luigi.task_history import NopHistory, TaskHistory
 from luigi.task_status import DONE, FAILED, PENDING, RUNNING
 
@@ -46,7 +46,7 @@ def default_history(config: SchedulerConfig) -> TaskHistory:
     if not config.record_task_history:
         return NopHistory()
     try:
-        from luigi.db_task_history import DbTaskHistory  # type: ignore[import-not-found]
+        from luigi.db_task_history import DbTaskHistory
     except ImportError:
         logger.warning("record_task_history is on but luigi.db_task_history is unavailable; not recording")
         return NopHistory()

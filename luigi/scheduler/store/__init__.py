@@ -19,7 +19,7 @@ from luigi.scheduler.store.base import (
 )
 
 if TYPE_CHECKING:
-    from luigi.scheduler.config import SchedulerConfig
+    from luigi.scheduler.settings import SchedulerConfig
     from luigi.scheduler.store.sql import SqlStore
 
 __all__ = [

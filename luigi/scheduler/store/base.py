@@ -6,8 +6,8 @@ import abc
 from typing import ClassVar
 
 from luigi.database import StorageError
-from luigi.scheduler.changes import ChangeSet
-from luigi.scheduler.state import SchedulerState
+from luigi.scheduler.model.changes import ChangeSet
+from luigi.scheduler.model.state import SchedulerState
 
 
 class StateStoreError(StorageError):

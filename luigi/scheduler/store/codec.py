@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
-from luigi.scheduler.config import RetryPolicy
-from luigi.scheduler.records import TaskRecord, WorkerRecord
-from luigi.scheduler.state import STATUSES
+from luigi.scheduler.model.records import TaskRecord, WorkerRecord
+from luigi.scheduler.model.state import STATUSES
+from luigi.scheduler.settings import RetryPolicy
 from luigi.scheduler.store.base import CorruptStateError
 
 # Field kinds: "key" (text primary key), "text", "time" (a float), "bool", "status", and JSON kinds:

@@ -20,9 +20,9 @@ from typing import Any, TypeVar, cast
 from sqlalchemy import ClauseElement, Connection, Delete, Dialect, Insert, String, Table, bindparam, select
 from sqlalchemy.sql.compiler import SQLCompiler
 
-from luigi.scheduler.changes import ChangeSet
-from luigi.scheduler.records import TaskRecord, WorkerRecord
-from luigi.scheduler.state import SchedulerState
+from luigi.scheduler.model.changes import ChangeSet
+from luigi.scheduler.model.records import TaskRecord, WorkerRecord
+from luigi.scheduler.model.state import SchedulerState
 from luigi.scheduler.store import codec, schema
 from luigi.scheduler.store.base import CorruptStateError
 

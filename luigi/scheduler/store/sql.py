@@ -28,9 +28,9 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError
 
 from luigi.database import sqlite_engine
-from luigi.scheduler.changes import ChangeSet
-from luigi.scheduler.config import SchedulerConfig
-from luigi.scheduler.state import SchedulerState
+from luigi.scheduler.model.changes import ChangeSet
+from luigi.scheduler.model.state import SchedulerState
+from luigi.scheduler.settings import SchedulerConfig
 from luigi.scheduler.store import schema
 from luigi.scheduler.store.base import CorruptStateError, StateStore, StateStoreError
 from luigi.scheduler.store.journal import (

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from luigi.scheduler import policy
-from luigi.scheduler.records import TaskRecord
-from luigi.scheduler.state import ACTIVE_RUN_STATUSES, SchedulerState
+from luigi.scheduler.model.records import TaskRecord
+from luigi.scheduler.model.state import ACTIVE_RUN_STATUSES, SchedulerState
+from luigi.scheduler.rules import policy
 from luigi.task_status import BATCH_RUNNING, DISABLED, DONE, FAILED, PENDING, RUNNING
 
 logger = logging.getLogger("luigi.scheduler")
@@ -28,7 +28,6 @@ class StatusRules:
         """Move ``task`` towards ``new_status``, applying the DISABLED, FAILED and batch rules."""
         if new_status == DISABLED and task.status in ACTIVE_RUN_STATUSES:
             return
-        self.state.mark_dirty(task.id)  # failure times change even when the status stays
         remove_on_failure = task.batch_id is not None and not task.batchable
         if task.status == DISABLED:
             if new_status == DONE:
@@ -39,7 +38,7 @@ class StatusRules:
             self._end_batch(task, new_status)
         now = self.state.clock()
         if new_status == FAILED and task.status != DISABLED:
-            policy.record_failure(task, now)
+            self.state.record_failure(task, now)
             if policy.has_excessive_failures(task, now):
                 self.state.set_scheduler_disabled(task, now)
                 new_status = DISABLED
@@ -56,25 +55,21 @@ class StatusRules:
     def re_enable(self, task: TaskRecord, to_failed: bool = True) -> None:
         """Lift a disable and forget the failures; ``to_failed`` then retries it like a failed task."""
         self.state.set_scheduler_disabled(task, None)
-        policy.clear_failures(task)
+        self.state.clear_failures(task)
         if to_failed:
             self.set_status(task, FAILED)
-            policy.clear_failures(task)
+            self.state.clear_failures(task)
 
     def start_batch_member(self, task: TaskRecord, batch_id: str, worker_id: str) -> None:
         """Mark a task as running inside a batch led by another (combined) task."""
         self.set_status(task, BATCH_RUNNING)
         self.state.set_batch_id(task, batch_id)
-        task.worker_running = worker_id
-        task.resources_running = dict(task.resources)
-        task.time_running = self.state.clock()
-        self.state.dirty.add(task.id)
+        self.state.start_run(task, worker_id, dict(task.resources))
 
     def put_back(self, task: TaskRecord) -> None:
         """A RUNNING task granted ahead of a dependency that did not finish DONE never started: PENDING."""
         logger.info("Task %r was granted ahead of a dependency that did not finish: back to PENDING", task.id)
-        task.worker_running = None
-        task.resources_running = None
+        self.state.clear_runner(task, release=True)
         self.set_status(task, PENDING)
 
     def fail_if_runner_lost(self, task: TaskRecord, assistants: set[str]) -> None:
@@ -95,7 +90,7 @@ class StatusRules:
             runner,
             self.config.retry_delay,
         )
-        task.worker_running = None
+        self.state.clear_runner(task, release=False)
         self.set_status(task, FAILED)
 
     def _end_batch(self, leader: TaskRecord, new_status: str) -> None:

@@ -1,4 +1,9 @@
-"""Scheduler settings: the ``[scheduler]`` and ``[resources]`` config sections with Luigi's defaults."""
+"""Scheduler settings: the ``[scheduler]`` and ``[resources]`` config sections with Luigi's defaults.
+
+``SchedulerConfig`` is the one source of defaults. The ``scheduler`` Config class only declares a
+``--scheduler-<option>`` flag for each option (with those defaults), so that ``luigi ...
+--local-scheduler --scheduler-retry-delay 5`` works as in Luigi; importing this module registers it.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,9 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
+from luigi.parameter import BoolParameter, FloatParameter, IntParameter, OptionalParameter, Parameter
+from luigi.task import Config
 
 
 class RetryPolicy(NamedTuple):
@@ -171,6 +179,45 @@ def _has_kind(value: Any, kind: str) -> bool:
 
 def _command_line_values(overrides: Mapping[str, Any]) -> dict[str, Any]:
     """``--scheduler-*`` flags of the running ``luigi`` command, for options not overridden in code."""
-    from luigi.scheduler.cli_config import command_line_overrides
-
     return {name: value for name, value in command_line_overrides().items() if name not in overrides}
+
+
+# -- the --scheduler-* flags -------------------------------------------------------------------------
+
+_PARAMETER_FOR_KIND = {
+    "float": FloatParameter,
+    "int": IntParameter,
+    "bool": BoolParameter,
+    "str": Parameter,
+    "str?": OptionalParameter,
+}
+
+
+def _declared_parameters() -> dict[str, Parameter]:
+    defaults = {f.name: f.default for f in dataclasses.fields(SchedulerConfig)}
+    return {
+        name: _PARAMETER_FOR_KIND[kind](default=defaults[name], description=f"[scheduler] {name}")
+        for name, kind in _OPTION_KINDS.items()
+    }
+
+
+scheduler: type[Config] = type(
+    "scheduler",
+    (Config,),
+    {"__module__": __name__, "__doc__": "Flags for every [scheduler] option.", **_declared_parameters()},
+)
+
+
+def command_line_overrides() -> dict[str, Any]:
+    """The ``--scheduler-*`` values given on the active command line (none outside a ``luigi`` run)."""
+    from luigi.cmdline_parser import CmdlineParser
+
+    parser = CmdlineParser.get_instance()
+    if parser is None:
+        return {}
+    found: dict[str, Any] = {}
+    for name, parameter in scheduler.get_params():
+        raw = getattr(parser.known_args, f"scheduler_{name}", None)
+        if raw not in (None, ""):
+            found[name] = parameter.normalize(parameter.parse(raw) if isinstance(raw, str) else raw)
+    return found

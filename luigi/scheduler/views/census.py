@@ -15,8 +15,8 @@ import collections
 from dataclasses import dataclass, field
 from typing import Any
 
-from luigi.scheduler.state import STATUSES, SchedulerState
-from luigi.scheduler.upstream import STATUS_TO_UPSTREAM_MAP, UPSTREAM_SEVERITY_ORDER
+from luigi.scheduler.model.state import STATUSES, SchedulerState
+from luigi.scheduler.views.upstream import STATUS_TO_UPSTREAM_MAP, UPSTREAM_SEVERITY_ORDER
 from luigi.task_status import DONE, PENDING
 
 SLICE_WORK = 4000  # steps per advance() call: a few milliseconds of Python

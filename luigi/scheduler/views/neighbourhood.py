@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from luigi.scheduler.census import MAX_AGE, Census, refresh_interval
-from luigi.scheduler.records import TaskRecord
-from luigi.scheduler.serialize import serialize_task, unknown_stub
-from luigi.scheduler.state import SchedulerState
+from luigi.scheduler.model.records import TaskRecord
+from luigi.scheduler.model.state import SchedulerState
+from luigi.scheduler.views.census import MAX_AGE, Census, refresh_interval
+from luigi.scheduler.views.serialize import serialize_task, unknown_stub
 from luigi.task_status import BATCH_RUNNING, DISABLED, DONE, FAILED, PENDING, RUNNING, UNKNOWN
 
 _NEIGHBOUR_ORDER = {

@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from luigi.scheduler.census import MAX_AGE, Census, Fingerprint, fingerprint, refresh_interval
-from luigi.scheduler.records import TaskRecord
-from luigi.scheduler.serialize import serialize_task
-from luigi.scheduler.state import STATUSES, SchedulerState
-from luigi.scheduler.upstream import UPSTREAM_SEVERITY_ORDER
+from luigi.scheduler.model.records import TaskRecord
+from luigi.scheduler.model.state import STATUSES, SchedulerState
+from luigi.scheduler.views.census import MAX_AGE, Census, Fingerprint, fingerprint, refresh_interval
+from luigi.scheduler.views.serialize import serialize_task
+from luigi.scheduler.views.upstream import UPSTREAM_SEVERITY_ORDER
 from luigi.task_status import BATCH_RUNNING, DISABLED, DONE, FAILED, PENDING, RUNNING, UNKNOWN
 
 # The default order: what needs attention first.

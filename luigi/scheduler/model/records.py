@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from luigi.scheduler.config import RetryPolicy
+from luigi.scheduler.settings import RetryPolicy
 from luigi.task_status import FAILED, PENDING
 
 PUBLIC_VISIBILITY = 0

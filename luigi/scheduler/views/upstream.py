@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from luigi.scheduler.state import SchedulerState
+from luigi.scheduler.model.state import SchedulerState
 from luigi.task_status import BATCH_RUNNING, DISABLED, DONE, FAILED, PENDING, RUNNING
 
 UPSTREAM_RUNNING = "UPSTREAM_RUNNING"

@@ -8,8 +8,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from luigi.scheduler.records import TaskRecord
-from luigi.scheduler.state import SchedulerState
+from luigi.scheduler.model.records import TaskRecord
+from luigi.scheduler.model.state import SchedulerState
 from luigi.task_status import DISABLED, RUNNING, UNKNOWN
 
 logger = logging.getLogger("luigi.scheduler")

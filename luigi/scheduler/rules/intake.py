@@ -6,11 +6,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from luigi.scheduler import policy
 from luigi.scheduler.hooks import FailureBatcher, record_history
-from luigi.scheduler.records import TaskRecord, WorkerRecord
-from luigi.scheduler.state import STATUSES, SchedulerState
-from luigi.scheduler.transitions import StatusRules
+from luigi.scheduler.model.records import TaskRecord, WorkerRecord
+from luigi.scheduler.model.state import STATUSES, SchedulerState
+from luigi.scheduler.rules.resources import check_resource_amounts
+from luigi.scheduler.rules.transitions import StatusRules
 from luigi.task_history import TaskHistory
 from luigi.task_status import BATCH_RUNNING, DISABLED, DONE, FAILED, PENDING, RUNNING, SUSPENDED, UNKNOWN
 
@@ -58,7 +58,7 @@ class ReportIntake:
         report.status = _reported_status(report.task_id, report.status)
         if report.resources is not None:
             where = f"add_task {report.task_id}: resources"
-            report.resources = policy.check_resource_amounts(where, report.resources)
+            report.resources = check_resource_amounts(where, report.resources)
         retry_policy = self.config.retry_policy_for(report.retry_policy_dict)
         reporter = self.state.touch_worker(report.worker)
         task = self._task_for(report, reporter)
@@ -70,12 +70,12 @@ class ReportIntake:
         if report.status == FAILED and self.config.batch_emails:
             self._queue_failure_email(task, report)
         self._apply_graph(task, report, reporter)
-        task.retry_policy = retry_policy  # set last: stub tasks learn their policy only here
+        if task.retry_policy != retry_policy:  # set last: stub tasks learn their policy only here
+            self.state.set_fields(task, retry_policy=retry_policy)
         if report.runnable and report.status != FAILED and reporter.enabled:
             self.state.add_task_worker(task, report.worker)
             self.state.mark_runnable(task)
-        self.state.dirty.add(task.id)
-        self.state.mark_dirty(task.id)
+        self.state.recheck(task.id)
 
     def _task_for(self, report: TaskReport, reporter: WorkerRecord) -> TaskRecord | None:
         """The task to update, created if new; None when the report must be ignored."""
@@ -104,45 +104,37 @@ class ReportIntake:
 
     def _fill_fields(self, task: TaskRecord, report: TaskReport) -> None:
         """Fill what a stub task lacks and record who runs a task reported RUNNING."""
-        if not task.family and report.family:
-            self.state.set_family(task, report.family)
-        if not task.module:
-            task.module = report.module
-        if not task.param_visibilities and report.param_visibilities:
-            task.param_visibilities = dict(report.param_visibilities)
-            task.pretty_cache = None
-        if not task.params:
-            task.set_params(report.params)
+        state = self.state
+        state.fill_missing(task, report.family, report.module, report.params, report.param_visibilities)
         if report.batch_id is not None:
-            self.state.set_batch_id(task, report.batch_id)
+            state.set_batch_id(task, report.batch_id)
         if report.status == RUNNING and not task.worker_running:
-            task.worker_running = report.worker
-            self.state.dirty.add(task.id)
+            held = None
             if report.batch_id is not None:
-                members = self.state.batch_members(report.batch_id)
+                members = state.batch_members(report.batch_id)
                 if members:  # the combined task holds the resources its members were granted
-                    task.resources_running = dict(members[0].resources_running or {})
-            task.time_running = self.state.clock()
+                    held = dict(members[0].resources_running or {})
+            state.start_run(task, report.worker, held)
 
     def _apply_details(self, task: TaskRecord, report: TaskReport) -> None:
         """Messages flag, tracking url and explanation (shared with batch members), owners, removal."""
-        members = self.state.batch_members(task.batch_id) if task.batch_id is not None else []
-        if report.accepts_messages is not None:
-            task.accepts_messages = bool(report.accepts_messages)
+        state = self.state
+        members = state.batch_members(task.batch_id) if task.batch_id is not None else []
+        if report.accepts_messages is not None and task.accepts_messages != bool(report.accepts_messages):
+            state.set_fields(task, accepts_messages=bool(report.accepts_messages))
         if report.tracking_url is not None or task.status != RUNNING:
             for target in [task, *members]:
-                target.tracking_url = report.tracking_url
-                self.state.mark_dirty(target.id)
-        if report.batchable is not None:
-            task.batchable = bool(report.batchable)
+                if target.tracking_url != report.tracking_url:
+                    state.set_fields(target, tracking_url=report.tracking_url)
+        if report.batchable is not None and task.batchable != bool(report.batchable):
+            state.set_fields(task, batchable=bool(report.batchable))
         if task.remove is not None:
-            self.state.set_removal(task, None)  # wanted again: not to be removed
+            state.set_removal(task, None)  # wanted again: not to be removed
         if report.expl is not None:
             for target in [task, *members]:
-                target.expl = report.expl
-                self.state.mark_dirty(target.id)
+                state.set_fields(target, expl=report.expl)
         if report.owners:
-            task.owners = _owner_list(report.owners)
+            state.set_fields(task, owners=_owner_list(report.owners))
 
     def _apply_status(self, task: TaskRecord, report: TaskReport) -> None:
         """Only the worker running a task may change its status, unless it reports new dependencies."""

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from luigi.scheduler import policy
-from luigi.scheduler.records import COUNTED_STATUSES, TaskRecord
-from luigi.scheduler.serialize import serialize_task
-from luigi.scheduler.state import SchedulerState
-from luigi.scheduler.upstream import disabled_upstream, upstream_status
+from luigi.scheduler.model.records import COUNTED_STATUSES, TaskRecord
+from luigi.scheduler.model.state import SchedulerState
+from luigi.scheduler.rules.resources import used_resources
+from luigi.scheduler.views.serialize import serialize_task
+from luigi.scheduler.views.upstream import disabled_upstream, upstream_status
 from luigi.task_status import DISABLED, PENDING, RUNNING
 
 
@@ -144,7 +144,7 @@ def worker_list(state: SchedulerState, include_running: bool) -> list[dict[str, 
 def resource_list(state: SchedulerState) -> list[dict[str, Any]]:
     """Configured resources with their capacity, units in use and the RUNNING tasks that hold them."""
     running = list(state.by_status[RUNNING].values())
-    used = policy.used_resources(running)
+    used = used_resources(running)
     result = []
     for name, total in state.resources.items():
         consumers = {

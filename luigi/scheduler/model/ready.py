@@ -13,7 +13,7 @@ import heapq
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from luigi.scheduler.records import ResourceKey
+from luigi.scheduler.model.records import ResourceKey
 
 # (-priority, creation time, task id): the smallest key is granted first.
 RankKey = tuple[float, float, str]

@@ -1,16 +1,16 @@
 """Pruning (LUIGI_COMPAT f.5): silent workers leave, their running tasks fail, orphans are removed.
 
 Only what is due is touched: worker silence and task deadlines come from a time-ordered heap, and
-tasks whose stakeholders or runner may have changed since the last prune from a dirty set.
+tasks whose stakeholders or runner may have changed since the last prune from ``state.to_recheck``.
 """
 
 from __future__ import annotations
 
 import logging
 
-from luigi.scheduler.deadlines import REENABLE, REMOVE, RETRY
-from luigi.scheduler.state import ACTIVE_RUN_STATUSES, SchedulerState
-from luigi.scheduler.transitions import StatusRules
+from luigi.scheduler.model.deadlines import REENABLE, REMOVE, RETRY
+from luigi.scheduler.model.state import ACTIVE_RUN_STATUSES, SchedulerState
+from luigi.scheduler.rules.transitions import StatusRules
 from luigi.task_status import DISABLED, FAILED, PENDING, RUNNING
 
 logger = logging.getLogger("luigi.scheduler")
@@ -43,9 +43,9 @@ def _expire_silent_workers(state: SchedulerState, now: float) -> None:
 
 def _check_changed_tasks(state: SchedulerState, rules: StatusRules, now: float) -> None:
     """Fail tasks whose runner left; give tasks nobody wants any more a removal time."""
-    if not state.dirty:
+    if not state.to_recheck:
         return
-    changed, state.dirty = state.dirty, set()
+    changed, state.to_recheck = state.to_recheck, set()
     assistants: set[str] | None = None
     for task_id in changed:
         task = state.tasks.get(task_id)

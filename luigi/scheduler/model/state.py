@@ -1,25 +1,53 @@
 """The scheduler's state: task and worker records plus the indexes that keep every decision cheap.
 
-Every change to an indexed field goes through a method here, so the indexes stay exact:
-tasks by status and family, reverse dependency edges with a per-task count of unfinished
-dependencies, ready queues, per-worker pending counters, batch membership and deadlines.
+Every write to a record goes through a method here, so the indexes stay exact (tasks by status and
+family, reverse dependency edges with a per-task count of unfinished dependencies, ready queues,
+per-worker pending counters, batch membership and deadlines) and so that marking a record for the
+durable store (``mark_changed`` and its kin) happens here and nowhere else.
+
+Two different notes are kept: ``to_recheck`` (``recheck``) lists tasks the next prune looks at for a
+lost runner or lost stakeholders; ``changes`` (``mark_changed``) lists records the next flush writes.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from luigi.scheduler.changes import ChangeSet
-from luigi.scheduler.clock import Clock
-from luigi.scheduler.config import RetryPolicy, SchedulerConfig
-from luigi.scheduler.deadlines import REENABLE, REMOVE, RETRY, Deadlines
-from luigi.scheduler.ready import ASSISTANTS, Owner, RankKey, ReadyQueues
-from luigi.scheduler.records import COUNTED_STATUSES, ResourceKey, TaskRecord, WorkerRecord, resource_key
+from luigi.scheduler.model.changes import ChangeSet
+from luigi.scheduler.model.clock import Clock
+from luigi.scheduler.model.deadlines import REENABLE, REMOVE, RETRY, Deadlines
+from luigi.scheduler.model.ready import ASSISTANTS, Owner, RankKey, ReadyQueues
+from luigi.scheduler.model.records import (
+    COUNTED_STATUSES,
+    ResourceKey,
+    TaskRecord,
+    WorkerRecord,
+    resource_key,
+)
+from luigi.scheduler.settings import RetryPolicy, SchedulerConfig
 from luigi.task_status import BATCH_RUNNING, DISABLED, DONE, FAILED, PENDING, RUNNING, UNKNOWN
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 STATUSES = (PENDING, RUNNING, DONE, FAILED, DISABLED, UNKNOWN, BATCH_RUNNING)
 ACTIVE_RUN_STATUSES = (RUNNING, BATCH_RUNNING)
+
+
+class PlainFields(TypedDict, total=False):
+    """Task fields no index depends on, written with ``SchedulerState.set_fields``."""
+
+    module: str | None
+    expl: Any
+    tracking_url: str | None
+    accepts_messages: bool
+    batchable: bool
+    owners: list[str]
+    status_message: str | None
+    progress_percentage: Any
+    retry_policy: RetryPolicy
 
 
 class SchedulerState:
@@ -40,7 +68,7 @@ class SchedulerState:
         self.by_batch: dict[str, set[str]] = {}
         self.ready = ReadyQueues(self._entry_is_valid)
         self.deadlines = Deadlines()
-        self.dirty: set[str] = set()  # tasks to re-check for lost stakeholders or a lost runner
+        self.to_recheck: set[str] = set()  # tasks the next prune checks for lost stakeholders or runner
         self.disabled_version = 0  # bumps when the set of tasks with a DISABLED upstream may change
         self.changes: ChangeSet | None = None  # records to persist at the next flush; None: no store
 
@@ -65,7 +93,7 @@ class SchedulerState:
         """Ids of the known workers that are assistants."""
         return {worker.id for worker in self.workers.values() if worker.assistant}
 
-    # -- task life cycle ---------------------------------------------------------------------------------
+    # -- task life cycle -------------------------------------------------------------------------------
 
     def create_task(
         self,
@@ -103,8 +131,8 @@ class SchedulerState:
         if status == DONE:
             self._dependents_changed(task_id, -1)
         self.set_deps(task, deps or ())
-        self.dirty.add(task_id)
-        self.mark_dirty(task_id)
+        self.to_recheck.add(task_id)
+        self.mark_changed(task_id)
         return task
 
     def remove_task(self, task: TaskRecord) -> None:
@@ -121,7 +149,7 @@ class SchedulerState:
         self._discard_from(self.by_family, task.family, task.id)
         del self.by_status[task.status][task.id]
         del self.tasks[task.id]
-        self.mark_dirty(task.id)
+        self.mark_changed(task.id)
         if task.status == DONE:
             self._dependents_changed(task.id, +1)
         self.disabled_version += 1  # it may have been on a path to a DISABLED task
@@ -141,8 +169,8 @@ class SchedulerState:
         self._count_pending(task, +1)
         if DONE in (old_status, new_status):
             self._dependents_changed(task.id, -1 if new_status == DONE else +1)
-        self.dirty.add(task.id)
-        self.mark_dirty(task.id)
+        self.to_recheck.add(task.id)
+        self.mark_changed(task.id)
         self.refresh_ready(task)
 
     def set_deps(self, task: TaskRecord, deps: Iterable[str]) -> None:
@@ -152,19 +180,19 @@ class SchedulerState:
             self._unlink_deps(task, task.deps - new)
             self._link_deps(task, new - task.deps)
             self.refresh_ready(task)
-            self.mark_dirty(task.id)
+            self.mark_changed(task.id)
 
     def add_deps(self, task: TaskRecord, deps: Iterable[str]) -> None:
         """Extend the dependencies (dynamic dependencies found while running)."""
         added = set(deps) - task.deps
         if added:
             self._link_deps(task, added)
-            self.mark_dirty(task.id)
+            self.mark_changed(task.id)
 
     def set_resources(self, task: TaskRecord, resources: dict[str, Any]) -> None:
         """Replace the task's resource needs (it moves to another ready group)."""
         task.resources = dict(resources)
-        self.mark_dirty(task.id)
+        self.mark_changed(task.id)
         key = resource_key(task.resources)
         if key != task.resource_key:
             task.resource_key = key
@@ -175,14 +203,14 @@ class SchedulerState:
         if priority != task.priority:
             task.priority = priority
             self.refresh_ready(task)
-            self.mark_dirty(task.id)
+            self.mark_changed(task.id)
 
     def set_family(self, task: TaskRecord, family: str) -> None:
         """Name the family of a task first known as a stub."""
         self._discard_from(self.by_family, task.family, task.id)
         task.family = family
         task.pretty_cache = None
-        self.mark_dirty(task.id)
+        self.mark_changed(task.id)
         self.by_family.setdefault(family, set()).add(task.id)
 
     def mark_runnable(self, task: TaskRecord) -> None:
@@ -190,7 +218,7 @@ class SchedulerState:
         if not task.runnable:
             task.runnable = True
             self.refresh_ready(task)
-            self.mark_dirty(task.id)
+            self.mark_changed(task.id)
 
     def set_batch_id(self, task: TaskRecord, batch_id: str | None) -> None:
         """Put the task in a batch, or out of it with None."""
@@ -199,7 +227,7 @@ class SchedulerState:
         task.batch_id = batch_id
         if batch_id is not None:
             self.by_batch.setdefault(batch_id, set()).add(task.id)
-        self.mark_dirty(task.id)
+        self.mark_changed(task.id)
 
     def add_task_worker(self, task: TaskRecord, worker_id: str) -> None:
         """List a worker as able to run the task (it lands in that worker's ready queue)."""
@@ -210,7 +238,7 @@ class SchedulerState:
         self._count_pending(task, +1)
         self.workers[worker_id].tasks.add(task.id)
         self.refresh_ready(task)
-        self.mark_dirty(task.id)
+        self.mark_changed(task.id)
 
     def remove_task_worker(self, task: TaskRecord, worker_id: str) -> None:
         """Stop listing a worker as able to run the task."""
@@ -222,50 +250,137 @@ class SchedulerState:
         worker = self.workers.get(worker_id)
         if worker is not None:
             worker.tasks.discard(task.id)
-        self.mark_dirty(task.id)
+        self.mark_changed(task.id)
 
     def add_stakeholder(self, task: TaskRecord, worker_id: str) -> None:
         """The worker wants the task kept (it added the task or a task depending on it)."""
         if worker_id not in task.stakeholders:
             task.stakeholders.add(worker_id)
-            self.mark_dirty(task.id)
+            self.mark_changed(task.id)
         self.workers[worker_id].stake.add(task.id)
 
     def remove_stakeholder(self, task: TaskRecord, worker_id: str) -> None:
         """The worker no longer keeps the task alive; without stakeholders it is due for removal."""
         if worker_id in task.stakeholders:
             task.stakeholders.discard(worker_id)
-            self.mark_dirty(task.id)
+            self.mark_changed(task.id)
         worker = self.workers.get(worker_id)
         if worker is not None:
             worker.stake.discard(task.id)
         if not task.stakeholders:
-            self.dirty.add(task.id)
+            self.to_recheck.add(task.id)
 
-    # -- deadlines -----------------------------------------------------------------------------------
+    def set_fields(self, task: TaskRecord, **fields: Unpack[PlainFields]) -> None:
+        """Write fields no index depends on (explanation, tracking url, owners, ...)."""
+        for name, value in fields.items():
+            setattr(task, name, value)
+        self.mark_changed(task.id)
+
+    def fill_missing(
+        self,
+        task: TaskRecord,
+        family: str,
+        module: str | None,
+        params: dict[str, Any] | None,
+        param_visibilities: dict[str, int] | None,
+    ) -> None:
+        """Fill what a task first known as a stub lacks; fields it already has stay."""
+        if not task.family and family:
+            self.set_family(task, family)
+        if not task.module and module != task.module:
+            task.module = module
+            self.mark_changed(task.id)
+        if not task.param_visibilities and param_visibilities:
+            task.param_visibilities = dict(param_visibilities)
+            task.pretty_cache = None
+            self.mark_changed(task.id)
+        if not task.params and params:
+            task.set_params(params)
+            self.mark_changed(task.id)
+
+    def start_run(self, task: TaskRecord, worker_id: str, held: dict[str, Any] | None) -> None:
+        """Record that ``worker_id`` runs the task from now, holding ``held`` (None: as before)."""
+        task.worker_running = worker_id
+        if held is not None:
+            task.resources_running = held
+        task.time_running = self.clock()
+        self.to_recheck.add(task.id)
+        self.mark_changed(task.id)
+
+    def clear_runner(self, task: TaskRecord, release: bool) -> None:
+        """Forget who runs the task; with ``release`` also what it holds."""
+        task.worker_running = None
+        if release:
+            task.resources_running = None
+        self.mark_changed(task.id)
+
+    def release_resources(self, task: TaskRecord, decrease: dict[str, Any]) -> None:
+        """Lower what a running task holds (never below 0)."""
+        held = task.resources_running if task.resources_running is not None else {}
+        for name, amount in decrease.items():
+            if amount > 0 and name in held:
+                held[name] = max(0, held[name] - amount)
+        self.mark_changed(task.id)
+
+    def record_failure(self, task: TaskRecord, now: float) -> None:
+        """Remember one failure at ``now``; failures older than the task's window are forgotten, unless
+        its hard timeout has passed (it is disabled then, whatever the window holds)."""
+        if task.first_failure_time is None:
+            task.first_failure_time = now
+        task.failure_times.append(now)
+        policy = task.retry_policy
+        if now < task.first_failure_time + policy.disable_hard_timeout:
+            stale = bisect.bisect_left(task.failure_times, now - policy.disable_window)
+            if stale:
+                del task.failure_times[:stale]
+        self.mark_changed(task.id)
+
+    def clear_failures(self, task: TaskRecord) -> None:
+        """Forget every recorded failure (re-enabling)."""
+        task.failure_times.clear()
+        task.first_failure_time = None
+        self.mark_changed(task.id)
+
+    def add_message_response(self, task: TaskRecord, message_id: str, response: Any) -> None:
+        """Keep a running task's answer to a scheduler message until it is asked for."""
+        task.scheduler_message_responses[message_id] = response
+        self.mark_changed(task.id)
+
+    def take_message_response(self, task: TaskRecord, message_id: str) -> Any:
+        """Hand out (and forget) the answer to a message; None when there is none."""
+        if message_id not in task.scheduler_message_responses:
+            return None
+        self.mark_changed(task.id)
+        return task.scheduler_message_responses.pop(message_id)
+
+    def recheck(self, task_id: str) -> None:
+        """Have the next prune check the task for a lost runner or lost stakeholders."""
+        self.to_recheck.add(task_id)
+
+    # -- deadlines -------------------------------------------------------------------------------------
 
     def set_retry(self, task: TaskRecord, when: float) -> None:
         """A FAILED task becomes PENDING after ``when`` (unless retry_delay is negative)."""
         task.retry = when
-        self.mark_dirty(task.id)
+        self.mark_changed(task.id)
         if self.config.retry_delay >= 0:
             self.deadlines.remind_task(when, RETRY, task.id, when)
 
     def set_removal(self, task: TaskRecord, when: float | None) -> None:
         """Delete the task at ``when`` (None: keep it)."""
         task.remove = when
-        self.mark_dirty(task.id)
+        self.mark_changed(task.id)
         if when is not None:
             self.deadlines.remind_task(when, REMOVE, task.id, when)
 
     def set_scheduler_disabled(self, task: TaskRecord, when: float | None) -> None:
         """Record a scheduler disable at ``when`` (re-enabled after disable_persist), or clear it."""
         task.scheduler_disable_time = when
-        self.mark_dirty(task.id)
+        self.mark_changed(task.id)
         if when is not None:
             self.deadlines.remind_task(when + self.config.disable_persist, REENABLE, task.id, when)
 
-    # -- workers -------------------------------------------------------------------------------------
+    # -- workers ---------------------------------------------------------------------------------------
 
     def worker(self, worker_id: str) -> WorkerRecord:
         """The worker's record, created on first mention (as Luigi's ``get_worker`` does)."""
@@ -274,7 +389,7 @@ class SchedulerState:
             now = self.clock()
             worker = self.workers[worker_id] = WorkerRecord(id=worker_id, started=now, last_active=now)
             self.deadlines.remind_worker(now + self.config.worker_disconnect_delay, worker_id, now)
-            self.mark_worker_dirty(worker_id)
+            self.mark_worker_changed(worker_id)
         return worker
 
     def touch_worker(
@@ -284,12 +399,12 @@ class SchedulerState:
         worker = self.worker(worker_id)
         if reference and reference != worker.reference:
             worker.reference = reference
-            self.mark_worker_dirty(worker_id)
+            self.mark_worker_changed(worker_id)
         # last_active is not marked: loading gives every worker a fresh one anyway.
         worker.last_active = self.clock()
         if get_work:
             worker.last_get_work = worker.last_active
-            self.mark_worker_dirty(worker_id)
+            self.mark_worker_changed(worker_id)
         return worker
 
     def remove_worker(self, worker_id: str) -> None:
@@ -302,10 +417,10 @@ class SchedulerState:
         for task_id in list(worker.stake):
             self.remove_stakeholder(self.tasks[task_id], worker_id)
         del self.workers[worker_id]
-        self.mark_worker_dirty(worker_id)
+        self.mark_worker_changed(worker_id)
         self.ready.drop_owner(worker_id)
         # A running task may have lost its runner's stake, or its runner's assistant status.
-        self.dirty.update(task.id for task in self.tasks_with_status(*ACTIVE_RUN_STATUSES))
+        self.to_recheck.update(task.id for task in self.tasks_with_status(*ACTIVE_RUN_STATUSES))
         if self.ready.has_owner(ASSISTANTS) and not self.assistant_ids():
             self.ready.drop_owner(ASSISTANTS)
 
@@ -315,37 +430,86 @@ class SchedulerState:
         for task_id in list(worker.tasks):
             self.remove_task_worker(self.tasks[task_id], worker_id)
         worker.disabled = True
-        self.mark_worker_dirty(worker_id)
+        self.mark_worker_changed(worker_id)
         self.ready.drop_owner(worker_id)
 
-    # -- change tracking (for a durable store) ------------------------------------------------------
+    def update_worker_info(self, worker_id: str, info: dict[str, Any]) -> None:
+        """Merge facts about a worker (host, username, pid, workers, assistant, ...)."""
+        self.worker(worker_id).info.update(info)
+        self.mark_worker_changed(worker_id)
 
-    def mark_dirty(self, task_id: str) -> None:
+    def queue_worker_message(self, worker_id: str, name: str, **kwargs: Any) -> None:
+        """Queue a message for the worker's next ``ping``."""
+        self.worker(worker_id).add_rpc_message(name, **kwargs)
+        self.mark_worker_changed(worker_id)
+
+    def take_worker_messages(self, worker_id: str) -> list[dict[str, Any]]:
+        """Note that the worker is alive and hand over (and forget) its queued messages."""
+        messages = self.touch_worker(worker_id).fetch_rpc_messages()
+        if messages:
+            self.mark_worker_changed(worker_id)
+        return messages
+
+    def set_batcher(self, worker_id: str, family: str, names: list[str], max_size: float) -> None:
+        """Let the worker run tasks of ``family`` in batches over the ``names`` parameters."""
+        self.batchers.setdefault(worker_id, {})[family] = (list(names), max_size)
+        self.mark_batcher_changed(worker_id)
+
+    # -- resources and pause ---------------------------------------------------------------------------
+
+    def set_resource(self, name: str, amount: Any) -> None:
+        """Set one capacity at run time."""
+        self.resources[name] = amount
+        self.mark_resource_changed(name)
+
+    def set_paused(self, paused: bool) -> None:
+        """Stop (True) or resume (False) handing out work."""
+        if paused != self.paused:
+            self.paused = paused
+            self.mark_paused_changed()
+
+    # -- marks for the durable store (the only place records are marked) -------------------------------
+
+    def mark_changed(self, task_id: str) -> None:
         """Note that a task's persisted fields changed (or it was removed), for the next flush."""
         if self.changes is not None:
             self.changes.tasks[task_id] = None
 
-    def mark_worker_dirty(self, worker_id: str) -> None:
+    def mark_worker_changed(self, worker_id: str) -> None:
         """Note that a worker's persisted fields changed (or it was removed)."""
         if self.changes is not None:
             self.changes.workers[worker_id] = None
 
-    def mark_resource_dirty(self, name: str) -> None:
+    def mark_resource_changed(self, name: str) -> None:
         """Note that a resource capacity was set at run time."""
         if self.changes is not None:
             self.changes.resources[name] = None
 
-    def mark_batcher_dirty(self, worker_id: str) -> None:
+    def mark_batcher_changed(self, worker_id: str) -> None:
         """Note that a worker's batcher registrations changed."""
         if self.changes is not None:
             self.changes.batchers[worker_id] = None
 
-    def mark_paused_dirty(self) -> None:
+    def mark_paused_changed(self) -> None:
         """Note that the pause flag changed."""
         if self.changes is not None:
             self.changes.paused = True
 
-    # -- restoring -----------------------------------------------------------------------------------
+    # -- restoring -------------------------------------------------------------------------------------
+
+    def settle_loaded(self, now: float) -> list[str]:
+        """Make freshly loaded records consistent: every worker counts as seen ``now`` and the indexes
+        are rebuilt. Returns the tasks that named unknown workers (rebuilding dropped those ids)."""
+        for worker in self.workers.values():
+            worker.last_active = now
+        known = self.workers
+        stale = [
+            task.id
+            for task in self.tasks.values()
+            if any(w not in known for w in task.workers) or any(w not in known for w in task.stakeholders)
+        ]
+        self.rebuild_indexes()
+        return stale
 
     def rebuild_indexes(self) -> None:
         """Recompute every derived index from the task and worker records (after loading them).
@@ -369,7 +533,7 @@ class SchedulerState:
         for task in self.tasks.values():
             task.unfinished_deps = sum(1 for dep_id in task.deps if not self.is_done(dep_id))
             self.refresh_ready(task)
-        self.dirty = set(self.tasks)
+        self.to_recheck = set(self.tasks)
 
     def _index_restored_task(self, task: TaskRecord) -> None:
         task.workers = {w: None for w in task.workers if w in self.workers}
@@ -394,7 +558,7 @@ class SchedulerState:
         if task.scheduler_disable_time is not None:
             self.set_scheduler_disabled(task, task.scheduler_disable_time)
 
-    # -- ready queues --------------------------------------------------------------------------------
+    # -- ready queues ----------------------------------------------------------------------------------
 
     def refresh_ready(self, task: TaskRecord) -> None:
         """Queue the task for each of its workers (and assistants) if it is ready to run."""
@@ -427,7 +591,7 @@ class SchedulerState:
             and (task.runnable if owner is ASSISTANTS else owner in task.workers)
         )
 
-    # -- index helpers -------------------------------------------------------------------------------
+    # -- index helpers ---------------------------------------------------------------------------------
 
     def _link_deps(self, task: TaskRecord, deps: set[str]) -> None:
         for dep_id in deps:
