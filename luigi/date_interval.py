@@ -79,7 +79,7 @@ class DateInterval:
         return hash((type(self).__name__, self._key()))
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self._key() == other._key()  # type: ignore[attr-defined]
+        return type(self) is type(other) and self._key() == other._key()
 
     def __ne__(self, other: object) -> bool:
         return not self == other

@@ -13,13 +13,19 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from luigi import lock, parameter
 from luigi.cmdline_parser import CmdlineParser
 from luigi.execution_summary import LuigiRunResult
 from luigi.setup_logging import InterfaceLogging
 from luigi.task import Config, Task
+
+if TYPE_CHECKING:
+    from luigi.rpc import RemoteScheduler
+    from luigi.scheduler import Scheduler
+    from luigi.scheduler_api import SchedulerAPI
+    from luigi.worker import Worker
 
 __all__ = ["PidLockAlreadyTakenExit", "build", "core", "run"]
 
@@ -135,17 +141,19 @@ class PidLockAlreadyTakenExit(SystemExit):
 class _WorkerSchedulerFactory:
     """Makes the schedulers and the worker; pass your own to ``build``/``run`` to change either."""
 
-    def create_local_scheduler(self) -> Any:
+    def create_local_scheduler(self) -> Scheduler:
         from luigi.scheduler import Scheduler
 
         return Scheduler(prune_on_get_work=True, record_task_history=False)
 
-    def create_remote_scheduler(self, url: str) -> Any:
+    def create_remote_scheduler(self, url: str) -> RemoteScheduler:
         from luigi.rpc import RemoteScheduler  # imported lazily: only remote runs need the HTTP client
 
         return RemoteScheduler(url)
 
-    def create_worker(self, scheduler: Any, worker_processes: int, assistant: bool = False) -> Any:
+    def create_worker(
+        self, scheduler: SchedulerAPI, worker_processes: int, assistant: bool = False
+    ) -> Worker:
         from luigi.worker import Worker
 
         return Worker(scheduler=scheduler, worker_processes=worker_processes, assistant=assistant)
@@ -189,7 +197,7 @@ def _schedule_and_run(
         success &= worker.run()
     result = LuigiRunResult(worker, success)
     logger.info(result.summary_text)
-    if hasattr(scheduler, "close"):
+    if hasattr(scheduler, "close"):  # a factory of the user's may give one without it, as Luigi allowed
         scheduler.close()
     return result
 

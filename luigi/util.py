@@ -59,13 +59,13 @@ class inherits:
             def clone_parents(_self: task.Task, **kwargs: Any) -> Any:
                 return [_self.clone(cls=parent, **kwargs) for parent in parents]
 
-            task_that_inherits.clone_parent = clone_parent  # type: ignore[attr-defined]
+            task_that_inherits.clone_parent = clone_parent
         else:
 
             def clone_parents(_self: task.Task, **kwargs: Any) -> Any:
                 return {name: _self.clone(cls=parent, **kwargs) for name, parent in kw_parents.items()}
 
-        task_that_inherits.clone_parents = clone_parents  # type: ignore[attr-defined]
+        task_that_inherits.clone_parents = clone_parents
         return task_that_inherits
 
 

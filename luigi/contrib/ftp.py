@@ -635,9 +635,9 @@ class RemoteTarget(FileSystemTarget):
         """Read the file ('r', downloaded first) or write it atomically ('w'); 'b'/'t' are ignored."""
         direction = mode.replace("b", "").replace("t", "")
         if direction == "w":
-            return self.format.pipe_writer(AtomicFtpFile(self._fs, self.path))  # type: ignore[no-any-return]
+            return self.format.pipe_writer(AtomicFtpFile(self._fs, self.path))
         if direction == "r":
-            return self.format.pipe_reader(self._downloaded())  # type: ignore[no-any-return]
+            return self.format.pipe_reader(self._downloaded())
         raise ValueError(f"Unsupported mode {mode!r} for RemoteTarget {self.path!r}: use 'r' or 'w'")
 
     def _downloaded(self) -> IO[bytes]:

@@ -404,9 +404,9 @@ class RemoteTarget(FileSystemTarget):
         direction = mode.replace("b", "").replace("t", "")
         if direction == "r":
             command = self._fs.remote_context._prepare_cmd(["cat", "--", shlex.quote(self.path)])
-            return self.format.pipe_reader(InputPipeProcessWrapper(command))  # type: ignore[no-any-return]
+            return self.format.pipe_reader(InputPipeProcessWrapper(command))
         if direction == "w":
-            return self.format.pipe_writer(AtomicRemoteFileWriter(self._fs, self.path))  # type: ignore[no-any-return]
+            return self.format.pipe_writer(AtomicRemoteFileWriter(self._fs, self.path))
         raise ValueError(f"Unsupported mode {mode!r} for RemoteTarget {self.path!r}: use 'r' or 'w'")
 
     def put(self, local_path: str) -> None:

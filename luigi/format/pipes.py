@@ -121,7 +121,7 @@ class InputPipeProcessWrapper(io.BufferedIOBase):
         self._done = False
 
     @property
-    def closed(self) -> bool:  # type: ignore[override]
+    def closed(self) -> bool:
         return self._done
 
     def readable(self) -> bool:
@@ -203,7 +203,7 @@ class OutputPipeProcessWrapper(io.BufferedIOBase):
         self._done = False
 
     @property
-    def closed(self) -> bool:  # type: ignore[override]
+    def closed(self) -> bool:
         return self._done
 
     def writable(self) -> bool:

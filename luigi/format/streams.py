@@ -37,7 +37,7 @@ class LayeredStream(io.BufferedIOBase):
         self._done = False
 
     @property
-    def closed(self) -> bool:  # type: ignore[override]
+    def closed(self) -> bool:
         return self._done
 
     def _finish(self) -> None:

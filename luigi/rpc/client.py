@@ -50,6 +50,9 @@ from luigi.rpc.retry import RetryPolicy, checked_ride_out, real_sleep
 from luigi.rpc.wire import TRANSPORT_ERRORS, Wire
 from luigi.rpc_methods import RPC_METHODS, RpcMethod
 
+if TYPE_CHECKING:
+    from luigi.scheduler_api import SchedulerAPI
+
 __all__ = ["RemoteScheduler", "logger"]
 
 logger = logging.getLogger("luigi-interface")
@@ -114,9 +117,20 @@ class RemoteScheduler:
         self.unreachable_timeout = unreachable_timeout
         _LIVE_CLIENTS.add(self)
 
-    if TYPE_CHECKING:  # the RPC methods are generated from luigi.rpc_methods below the class
+    if TYPE_CHECKING:  # the RPC methods are made from luigi.rpc_methods below the class
+        # Those a worker calls have the types of SchedulerAPI, so that mypy checks the client against it.
+        add_task = SchedulerAPI.add_task
+        add_task_batcher = SchedulerAPI.add_task_batcher
+        add_worker = SchedulerAPI.add_worker
+        get_work = SchedulerAPI.get_work
+        ping = SchedulerAPI.ping
+        set_task_status_message = SchedulerAPI.set_task_status_message
+        set_task_progress_percentage = SchedulerAPI.set_task_progress_percentage
+        decrease_running_task_resources = SchedulerAPI.decrease_running_task_resources
+        add_scheduler_message_response = SchedulerAPI.add_scheduler_message_response
+        report_task_statistics = SchedulerAPI.report_task_statistics
 
-        def __getattr__(self, name: str) -> Any: ...
+        def __getattr__(self, name: str) -> Any: ...  # the other RPC methods
 
     def __repr__(self) -> str:
         return f"RemoteScheduler({self._address.url!r})"

@@ -30,7 +30,8 @@ from luigi.rpc_methods import (
 from luigi.server.handlers import ClientError, JsonErrorsMixin
 from luigi.server.settings import ServerSettings
 
-if TYPE_CHECKING:  # the channel module serves calls through this one
+if TYPE_CHECKING:
+    from luigi.scheduler.core import Scheduler  # the channel module serves calls through this one
     from luigi.server.channel import Channels
 
 logger = logging.getLogger("luigi.server")
@@ -69,7 +70,7 @@ def lookup_method(name: str) -> RpcMethod:
         raise ClientError(404, str(exc)) from None
 
 
-def call_scheduler(scheduler: Any, method: RpcMethod, kwargs: Mapping[str, Any]) -> str:
+def call_scheduler(scheduler: Scheduler, method: RpcMethod, kwargs: Mapping[str, Any]) -> str:
     """Run one checked call and return its result encoded as JSON text.
 
     Bad arguments (the registry's checks, or the scheduler's own ``ValueError``) answer 400; anything
@@ -91,7 +92,7 @@ def call_scheduler(scheduler: Any, method: RpcMethod, kwargs: Mapping[str, Any])
         raise ClientError(500, f"{method.name} returned a value that cannot be sent as JSON: {exc}") from None
 
 
-def flush_scheduler(scheduler: Any) -> None:
+def flush_scheduler(scheduler: Scheduler) -> None:
     """Make the scheduler's changes durable before answering (its ``flush()``, when it has one).
 
     A failure answers 500: the change is in memory but not yet stored (the next flush retries it).
@@ -145,7 +146,7 @@ class CappedBody:
 class _ApiHandler(JsonErrorsMixin):
     """Collects the request body up to the cap; reading ``data`` then raises ClientError on bad input."""
 
-    def initialize(self, server_settings: ServerSettings, scheduler: Any) -> None:  # type: ignore[override]
+    def initialize(self, server_settings: ServerSettings, scheduler: Scheduler) -> None:  # type: ignore[override]
         super().initialize(server_settings)
         self.scheduler = scheduler
         self._body: CappedBody | None = None
@@ -248,7 +249,7 @@ class BatchHandler(_ApiHandler):
     """
 
     def initialize(  # type: ignore[override]
-        self, server_settings: ServerSettings, scheduler: Any, channels: Channels
+        self, server_settings: ServerSettings, scheduler: Scheduler, channels: Channels
     ) -> None:
         super().initialize(server_settings, scheduler)
         self.channels = channels
@@ -280,7 +281,7 @@ class BatchHandler(_ApiHandler):
         self.answer(response_json)
 
 
-def serve_json_call(scheduler: Any, name: str, data: dict[str, Any], client: str | None) -> str:
+def serve_json_call(scheduler: Scheduler, name: str, data: dict[str, Any], client: str | None) -> str:
     """The ``response`` JSON of ``POST /api/<name>`` whose kwargs (or batch) are ``data``, flushed.
 
     What the RPC channel runs for each request; ``/api`` itself answers the same through its handlers.
@@ -290,7 +291,7 @@ def serve_json_call(scheduler: Any, name: str, data: dict[str, Any], client: str
     return serve_call(scheduler, lookup_method(name), data)
 
 
-def serve_call(scheduler: Any, method: RpcMethod, kwargs: Mapping[str, Any]) -> str:
+def serve_call(scheduler: Scheduler, method: RpcMethod, kwargs: Mapping[str, Any]) -> str:
     """``call_scheduler``, then the flush that makes its changes durable (also after a failed call)."""
     try:
         return call_scheduler(scheduler, method, kwargs)
@@ -298,14 +299,14 @@ def serve_call(scheduler: Any, method: RpcMethod, kwargs: Mapping[str, Any]) -> 
         flush_scheduler(scheduler)  # a call that failed half-way may still have changed state
 
 
-def serve_batch(scheduler: Any, data: dict[str, Any], client: str | None) -> str:
+def serve_batch(scheduler: Scheduler, data: dict[str, Any], client: str | None) -> str:
     """The ``response`` JSON of a ``_batch`` request's ``data``: its calls run in order, then one flush."""
     parts = run_batch(scheduler, parse_batch(data), client)
     flush_scheduler(scheduler)  # once per batch: one transaction for all its calls
     return "[" + ", ".join(parts) + "]"
 
 
-def run_batch(scheduler: Any, batch: Batch, client: str | None) -> list[str]:
+def run_batch(scheduler: Scheduler, batch: Batch, client: str | None) -> list[str]:
     """Each call's JSON entry in order; with ``stop_on_error``, calls after a refused one answer 424."""
     parts: list[str] = []
     failed: str | None = None
@@ -321,7 +322,7 @@ def run_batch(scheduler: Any, batch: Batch, client: str | None) -> list[str]:
 
 
 def _run_one(
-    scheduler: Any, index: int, name: str, kwargs: dict[str, Any], client: str | None
+    scheduler: Scheduler, index: int, name: str, kwargs: dict[str, Any], client: str | None
 ) -> tuple[str, bool]:
     """One call's entry, ``{"response": r}`` or ``{"error": msg, "status": code}``, and whether it ran."""
     try:

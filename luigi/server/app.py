@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tornado.web
 from tornado import httputil
@@ -19,6 +19,9 @@ from luigi.server.guard import HostPolicy, refusal
 from luigi.server.handlers import NotFoundHandler, Refused, RootHandler, StaticHandler
 from luigi.server.history import history_routes
 from luigi.server.settings import ServerSettings
+
+if TYPE_CHECKING:
+    from luigi.scheduler.core import Scheduler
 
 __all__ = ["STATIC_DIR", "app"]
 
@@ -48,7 +51,7 @@ class LuigidApplication(tornado.web.Application):
 
 
 def app(
-    scheduler: Any,
+    scheduler: Scheduler,
     settings: ServerSettings | None = None,
     host_policy: HostPolicy | None = None,
     **tornado_settings: Any,

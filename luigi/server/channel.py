@@ -20,14 +20,18 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from http.client import responses
+from typing import TYPE_CHECKING
 
-from tornado import httputil, iostream
+from tornado import iostream
 
 from luigi.rpc_methods import CHANNEL_UPGRADE
 from luigi.server.api import decode_data, serve_json_call, utf8_text
 from luigi.server.handlers import ClientError, error_json
 from luigi.server.settings import ServerSettings
+
+if TYPE_CHECKING:
+    from luigi.scheduler.core import Scheduler
 
 logger = logging.getLogger("luigi.server")
 
@@ -44,7 +48,7 @@ class Channels:
     """The channels of one server: each adopted from tornado after its upgrade, all closed at shutdown."""
 
     def __init__(
-        self, scheduler: Any, settings: ServerSettings, after_answers: Callable[[], None] | None = None
+        self, scheduler: Scheduler, settings: ServerSettings, after_answers: Callable[[], None] | None = None
     ) -> None:
         self.scheduler = scheduler
         self.settings = settings
@@ -257,7 +261,7 @@ class RpcChannel(asyncio.Protocol):
         transport = self._transport
         if transport is None:
             return
-        reason = httputil.responses.get(status, "Unknown")
+        reason = responses.get(status, "Unknown")
         ending = "Connection: close\r\n\r\n" if close else "\r\n"
         head = (
             f"HTTP/1.1 {status} {reason}\r\nServer: luigid\r\n"

@@ -10,6 +10,7 @@ import hmac
 import logging
 import time
 from collections.abc import Mapping
+from http.client import responses
 from typing import Any
 
 import tornado.escape
@@ -243,7 +244,7 @@ def write_answer(
         headers[name] = value
     for name, value in extra.items():
         headers[name] = value
-    start = httputil.ResponseStartLine("HTTP/1.1", status, httputil.responses.get(status, "Unknown"))
+    start = httputil.ResponseStartLine("HTTP/1.1", status, responses.get(status, "Unknown"))
     connection = request.connection
     assert connection is not None
     connection.write_headers(start, headers, body)

@@ -16,7 +16,7 @@ import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -26,6 +26,9 @@ from luigi.server.api import decode_data
 from luigi.server.handlers import ClientError, GuardedHandler
 from luigi.server.settings import ServerSettings
 from luigi.task_history import HistoryStatus, NopHistory, TaskHistory
+
+if TYPE_CHECKING:
+    from luigi.scheduler.core import Scheduler
 
 __all__ = ["CONTENT_SECURITY_POLICY", "TEMPLATE_DIR", "history_of", "history_routes"]
 
@@ -43,16 +46,13 @@ API_ERROR_CHARS = 8000  # error text per run in the chart data (the run's page h
 T = TypeVar("T")
 
 
-def history_of(scheduler: Any) -> TaskHistory:
+def history_of(scheduler: Scheduler) -> TaskHistory:
     """The history a scheduler records into (a ``NopHistory`` when it has none)."""
-    for name in ("task_history", "_task_history"):
-        history = getattr(scheduler, name, None)
-        if isinstance(history, TaskHistory):
-            return history
-    return NopHistory()
+    history = getattr(scheduler, "task_history", None)  # a stand-in scheduler of a test may have none
+    return history if isinstance(history, TaskHistory) else NopHistory()
 
 
-def history_routes(scheduler: Any, settings: ServerSettings) -> list[tuple[str, type, dict[str, Any]]]:
+def history_routes(scheduler: Scheduler, settings: ServerSettings) -> list[tuple[str, type, dict[str, Any]]]:
     """The history routes over ``scheduler``'s history, for the application factory."""
     args = {"server_settings": settings, "history": history_of(scheduler)}
     return [

@@ -13,7 +13,7 @@ import os
 import signal
 import socket
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tornado.httpserver
 import tornado.ioloop
@@ -24,6 +24,9 @@ from luigi.server.channel import Channels
 from luigi.server.guard import HostPolicy
 from luigi.server.handlers import VISUALISER_PATH
 from luigi.server.settings import ServerSettings
+
+if TYPE_CHECKING:
+    from luigi.scheduler.core import Scheduler
 
 __all__ = ["DEFAULT_ADDRESS", "DEFAULT_PORT", "CannotListenError", "SchedulerServer", "run", "stop"]
 
@@ -56,7 +59,7 @@ class SchedulerServer:
 
     def __init__(
         self,
-        scheduler: Any,
+        scheduler: Scheduler,
         settings: ServerSettings | None = None,
         *,
         port: int = DEFAULT_PORT,
@@ -220,7 +223,7 @@ def run(
     api_port: int = DEFAULT_PORT,
     address: str | None = None,
     unix_socket: str | None = None,
-    scheduler: Any = None,
+    scheduler: Scheduler | None = None,
     load: bool = True,
     settings: ServerSettings | None = None,
 ) -> None:
@@ -261,7 +264,7 @@ def stop() -> None:
         server.stop()
 
 
-def _call_hook(scheduler: Any, name: str, reraise: bool = False) -> None:
+def _call_hook(scheduler: Scheduler, name: str, reraise: bool = False) -> None:
     """Call the scheduler's optional lifecycle method ``name`` (load, flush, dump, close).
 
     Failures are logged, or raised when ``reraise``.

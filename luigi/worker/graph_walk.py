@@ -19,6 +19,7 @@ from typing import Any
 
 from luigi import notifications
 from luigi.event import Event
+from luigi.scheduler_api import SchedulerAPI
 from luigi.task import Task
 from luigi.task_status import DISABLED, DONE, PENDING, UNKNOWN
 from luigi.worker.completion import CompletionChecker, CompletionCheckError
@@ -44,7 +45,7 @@ class TaskLedger:
     is recorded for each of them.
     """
 
-    def __init__(self, scheduler: Any, worker_id: str) -> None:
+    def __init__(self, scheduler: SchedulerAPI, worker_id: str) -> None:
         self._scheduler = scheduler
         self._worker_id = worker_id
         self.tasks: dict[str, Task] = {}
@@ -97,7 +98,7 @@ class GraphWalk:
 
     def __init__(
         self,
-        scheduler: Any,
+        scheduler: SchedulerAPI,
         ledger: TaskLedger,
         emails: FailureEmails,
         config: worker,

@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from luigi.scheduler_api import SchedulerAPI
 from luigi.task import Task
 from luigi.task_status import DONE
 from luigi.worker.lookahead import AheadAsker
@@ -42,7 +43,7 @@ class InProcessRunner:
 
     def __init__(
         self,
-        scheduler: Any,
+        scheduler: SchedulerAPI,
         options: TaskRunOptions,
         ahead: AheadAsker | None,
         get_work_kwargs: Callable[[], dict[str, Any]],

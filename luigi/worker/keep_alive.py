@@ -5,27 +5,30 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from luigi.rpc import RemoteScheduler
+from luigi.scheduler_api import SchedulerAPI
 from luigi.worker.get_work_reply import WorkGrant
 
 logger = logging.getLogger("luigi-interface")
 
 
-def serialized(scheduler: Any) -> Any:
+def serialized(scheduler: SchedulerAPI) -> SchedulerAPI:
     """``scheduler`` as the worker loop and its keep-alive thread share it: one lock around each call.
 
     A ``RemoteScheduler`` takes its own lock once per call; anything else (the in-process ``Scheduler``
     is plain data without locks) is seen through ``SerializedScheduler``.
     """
-    return scheduler if isinstance(scheduler, RemoteScheduler) else SerializedScheduler(scheduler)
+    if isinstance(scheduler, RemoteScheduler):
+        return scheduler
+    return cast(SchedulerAPI, SerializedScheduler(scheduler))  # each of its methods, behind the lock
 
 
 class SerializedScheduler:
     """The scheduler seen through a lock: the keep-alive thread and the worker loop never call it at once."""
 
-    def __init__(self, scheduler: Any) -> None:
+    def __init__(self, scheduler: SchedulerAPI) -> None:
         self._scheduler = scheduler
         self._lock = threading.Lock()
 
@@ -48,7 +51,7 @@ class KeepAliveThread(threading.Thread):
 
     def __init__(
         self,
-        scheduler: Any,
+        scheduler: SchedulerAPI,
         worker_id: str,
         ping_interval: float,
         on_message: Callable[[dict[str, Any]], None],

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from luigi.rpc import RPCError
+from luigi.rpc import RemoteScheduler, RPCError
 from luigi.rpc.retry import is_unreachable
 
 logger = logging.getLogger("luigi-interface")
@@ -82,7 +82,7 @@ class AheadAsker:
     held so far.
     """
 
-    def __init__(self, scheduler: Any, lookahead: Lookahead, flush: Callable[[], None]) -> None:
+    def __init__(self, scheduler: RemoteScheduler, lookahead: Lookahead, flush: Callable[[], None]) -> None:
         self._scheduler = scheduler
         self._lookahead = lookahead
         self._flush = flush

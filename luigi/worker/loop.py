@@ -26,6 +26,7 @@ from luigi import notifications
 from luigi.parameter import ParameterException
 from luigi.rpc import RemoteScheduler
 from luigi.rpc.retry import checked_ride_out
+from luigi.scheduler_api import SchedulerAPI
 from luigi.task import Task
 from luigi.task_register import TaskClassException, load_task
 from luigi.task_status import DONE, FAILED, RUNNING
@@ -63,7 +64,7 @@ class Worker:
 
     def __init__(
         self,
-        scheduler: Any = None,
+        scheduler: SchedulerAPI | None = None,
         worker_id: str | None = None,
         worker_processes: int = 1,
         assistant: bool = False,
@@ -78,9 +79,9 @@ class Worker:
         self._rpc = serialized(scheduler)
         ride_out = checked_ride_out(self._config.scheduler_unreachable_timeout)
         # Decided once: only our RPC client rides out a restart, holds reports and asks ahead.
-        remote = isinstance(scheduler, RemoteScheduler)
-        if remote:
-            scheduler.unreachable_timeout = ride_out
+        remote = scheduler if isinstance(scheduler, RemoteScheduler) else None
+        if remote is not None:
+            remote.unreachable_timeout = ride_out
         self.worker_processes = int(worker_processes)
         self._assistant = assistant
         self.host = socket.gethostname()
@@ -109,11 +110,11 @@ class Worker:
         self._previous_sigusr1: Any = None
         self._install_shutdown_handler()
 
-    def _build_runner(self, remote: bool) -> TaskRunner:
+    def _build_runner(self, remote: RemoteScheduler | None) -> TaskRunner:
         """The runner of this worker's tasks: a ``RunnerChoice`` between this process and task slots.
 
-        The one place runners are made; another runner (or a subclass's) plugs in here. ``remote``: the
-        scheduler is our RPC client, which can ask ahead.
+        The one place runners are made; another runner (or a subclass's) plugs in here. ``remote``: our
+        RPC client when the scheduler is one (it can ask ahead), else None.
         """
         config = self._config
         options = TaskRunOptions(
@@ -124,8 +125,8 @@ class Worker:
             task_process_context=config.task_process_context,
         )
         ahead = (
-            AheadAsker(self._rpc, Lookahead(True), self._flush_held_reports)
-            if config.lookahead and remote
+            AheadAsker(remote, Lookahead(True), self._flush_held_reports)
+            if config.lookahead and remote is not None
             else None
         )
         in_process = InProcessRunner(

@@ -17,9 +17,10 @@ import traceback
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from luigi.event import Event
+from luigi.scheduler_api import SchedulerAPI
 from luigi.task import REPORTER_ATTRIBUTES, DynamicRequirements, flatten
 from luigi.task_status import DONE, FAILED, PENDING
 from luigi.worker.completion import check_complete
@@ -74,10 +75,18 @@ class TaskOutcome:
         )
 
 
+class MessageResponder(Protocol):
+    """Where a task's answer to a scheduler message goes: the scheduler, or the pipe to the worker."""
+
+    def add_scheduler_message_response(self, task_id: str, message_id: str, response: Any) -> None: ...
+
+
 class SchedulerMessage:
     """A message the scheduler relayed to a running task; ``respond()`` sends the answer back."""
 
-    def __init__(self, scheduler: Any, task_id: str, message_id: str, content: Any, **payload: Any) -> None:
+    def __init__(
+        self, scheduler: MessageResponder, task_id: str, message_id: str, content: Any, **payload: Any
+    ) -> None:
         self._scheduler = scheduler
         self._task_id = task_id
         self._message_id = message_id
@@ -99,7 +108,7 @@ class SchedulerMessage:
         return str(self.content)
 
     def __eq__(self, other: object) -> bool:
-        return self.content == other
+        return bool(self.content == other)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -107,7 +116,9 @@ class SchedulerMessage:
 class TaskStatusReporter:
     """Sends a running task's progress reports to the scheduler (used in the worker's own process)."""
 
-    def __init__(self, scheduler: Any, task_id: str, worker_id: str, scheduler_messages: Any = None) -> None:
+    def __init__(
+        self, scheduler: SchedulerAPI, task_id: str, worker_id: str, scheduler_messages: Any = None
+    ) -> None:
         self._scheduler = scheduler
         self._task_id = task_id
         self._worker_id = worker_id

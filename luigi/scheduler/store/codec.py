@@ -12,7 +12,7 @@ import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
-from typing import Any
+from typing import Any, NoReturn, cast
 
 from luigi.scheduler.model.records import TaskRecord, WorkerRecord
 from luigi.scheduler.model.state import STATUSES
@@ -184,10 +184,14 @@ def _encoder(kind: str) -> Callable[[Any], Any]:
     base = kind.rstrip("?")
     if base in ("key", "text", "time", "bool", "status"):
         return _same
-    encoder = _ENCODERS.get(base, _encode_json)
-    if kind.endswith("?"):
-        return lambda value: None if value is None else encoder(value)
-    return encoder
+    encoder: Callable[[Any], Any] = _ENCODERS.get(base, _encode_json)
+    if not kind.endswith("?"):
+        return encoder
+
+    def nullable(value: Any) -> Any:
+        return None if value is None else encoder(value)
+
+    return nullable
 
 
 def _plan(fields: tuple[tuple[str, str], ...]) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
@@ -301,7 +305,7 @@ def _decode_fields(
     return values
 
 
-def _fail(value: Any, expected: str) -> Any:
+def _fail(value: Any, expected: str) -> NoReturn:
     raise ValueError(f"got {value!r:.80}, expected {expected}")
 
 
@@ -310,7 +314,7 @@ def _text(raw: Any) -> str:
 
 
 def _status(raw: Any) -> str:
-    return raw if raw in STATUSES else _fail(raw, f"one of {', '.join(STATUSES)}")
+    return str(raw) if raw in STATUSES else _fail(raw, f"one of {', '.join(STATUSES)}")
 
 
 def _number(raw: Any) -> Any:
@@ -325,7 +329,7 @@ def _boolean(raw: Any) -> bool:
 
 def _texts(value: Any) -> list[str]:
     if isinstance(value, list) and (not value or all(type(item) is str for item in value)):
-        return value
+        return cast(list[str], value)
     return _fail(value, "a list of strings")
 
 

@@ -6,6 +6,8 @@ The ``meta`` table holds ``schema_version``. Opening a database runs every migra
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     Boolean,
     Column,
@@ -29,11 +31,14 @@ VERSION_KEY = "schema_version"
 PAUSED_KEY = "paused"
 
 
-def _column(name: str, kind: str) -> Column:
+def _column(name: str, kind: str) -> Column[Any]:
     base = kind.rstrip("?")
-    column_type: type[TypeEngine] = {"key": String, "text": String, "status": String, "time": Double}.get(
-        base, Text
-    )
+    column_type: type[TypeEngine[Any]] = {
+        "key": String,
+        "text": String,
+        "status": String,
+        "time": Double,
+    }.get(base, Text)
     if base == "bool":
         column_type = Boolean
     return Column(name, column_type, primary_key=base == "key", nullable=kind.endswith("?"))

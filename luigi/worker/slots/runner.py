@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from luigi.scheduler_api import SchedulerAPI
 from luigi.task import Task
 from luigi.task_status import FAILED
 from luigi.worker.messages import Message
@@ -26,7 +27,7 @@ class SlotRunner:
 
     def __init__(
         self,
-        scheduler: Any,
+        scheduler: SchedulerAPI,
         options: TaskRunOptions,
         tasks: Mapping[str, Task],
         opened: Callable[[str], None],
