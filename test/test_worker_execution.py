@@ -11,8 +11,7 @@ from luigi.scheduler import Scheduler
 from luigi.task import Task
 from luigi.task_status import DONE, FAILED
 from luigi.worker import TaskRunner, Worker
-from luigi.worker.execution import RunnerChoice
-from luigi.worker.in_process_runner import InProcessRunner
+from luigi.worker.execution import InProcessRunner, RunnerChoice
 from luigi.worker.lookahead import AheadAsker, Lookahead
 from luigi.worker.messages import Message
 from luigi.worker.slots import SlotRunner

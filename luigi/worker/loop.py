@@ -32,10 +32,9 @@ from luigi.task_register import TaskClassException, load_task
 from luigi.task_status import DONE, FAILED, RUNNING
 from luigi.worker import identity
 from luigi.worker.config import worker
-from luigi.worker.execution import RunnerChoice, TaskRunner
+from luigi.worker.execution import InProcessRunner, RunnerChoice, TaskRunner
 from luigi.worker.get_work_reply import WORKER_STATE_DISABLED, WorkGrant
 from luigi.worker.graph_walk import FailureEmails, GraphWalk, TaskLedger, retry_policy_dict
-from luigi.worker.in_process_runner import InProcessRunner
 from luigi.worker.keep_alive import KeepAliveThread, serialized, should_stay_alive
 from luigi.worker.lookahead import AheadAsker, Lookahead
 from luigi.worker.messages import Message, MessageRouter
