@@ -163,7 +163,7 @@ def _kill_program_tree(proc: subprocess.Popen[Any]) -> None:
     """
     if proc.poll() is not None:  # already reaped: its pid may belong to someone else by now
         return
-    from luigi.worker.child_pool import kill_process_tree  # the worker's own way of killing a task tree
+    from luigi.worker.slots.pool import kill_process_tree  # the worker's own way of killing a task tree
 
     kill_process_tree(proc.pid)
 
