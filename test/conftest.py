@@ -6,6 +6,10 @@ import os
 
 import pytest
 
+# The helpers package is imported by test modules and, for its fixture modules, as a plugin: rewriting its
+# asserts from the first import lets both happen without pytest's "already imported" warning.
+pytest.register_assert_rewrite("helpers")
+
 os.environ.pop("LUIGI_CONFIG_PATH", None)
 os.environ.pop("LUIGI_CONFIG_PARSER", None)
 

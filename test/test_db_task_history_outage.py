@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from luigid_helpers import free_port, wait_until
-from postgres_helpers import private_cluster
+from helpers.luigid import free_port, wait_until
+from helpers.postgres import private_cluster
 from sqlalchemy import create_engine, func, select, text
 
 from luigi.db_task_history import DbTaskHistory, TaskEvent, TaskRecord

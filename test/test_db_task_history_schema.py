@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from postgres_helpers import fresh_schema, require_postgres
+from helpers.postgres import fresh_schema, require_postgres
 from sqlalchemy import create_engine, text
 
 from luigi.db_task_history import LATEST_VERSION, DbTaskHistory, HistorySchemaError

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from contrib.s3_server import s3_server  # noqa: F401  # the session fixture: moto's real HTTP server
-from postgres_helpers import fresh_schema, require_postgres
+from helpers.postgres import fresh_schema, require_postgres
+from helpers.s3_server import s3_server  # noqa: F401  # the session fixture: moto's real HTTP server
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -186,7 +186,7 @@ def query(url: str, sql: str) -> list[tuple]:
 
 # -- examples/spark_wordcount.py against the test's standalone Spark cluster -------------------------
 
-from contrib.spark_cluster import spark_standalone  # noqa: E402, F401  # a real Spark master and worker
+from helpers.spark_cluster import spark_standalone  # noqa: E402, F401  # a real Spark master and worker
 
 
 @pytest.mark.slow

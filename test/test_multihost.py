@@ -1,6 +1,6 @@
 """Several hosts, proven: ``luigid`` on one network namespace, a ``luigi`` worker on each of two others.
 
-The three hosts (``sched``, ``alpha`` and ``beta``, see ``netns_helpers``) share a private bridge and, like
+The three hosts (``sched``, ``alpha`` and ``beta``, see ``helpers.netns``) share a private bridge and, like
 machines with a shared file system, ``tmp_path``. Each task of the pipeline appends ``<task id> <pid>
 <host name>`` to ``started.log`` when it starts and to ``finished.log`` once its output is written, so the
 test can tell which host ran what, and how often. Each test makes its own network and ``luigid``:
@@ -33,8 +33,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from luigid_helpers import LUIGID, wait_until
-from netns_helpers import Host, PrivateNetwork, listens_on, private_network, require_private_networks
+from helpers.luigid import LUIGID, wait_until
+from helpers.netns import Host, PrivateNetwork, listens_on, private_network, require_private_networks
 
 from luigi.task import task_id_str
 

@@ -8,7 +8,7 @@ import sys
 import textwrap
 
 import pytest
-from luigid_helpers import wait_until
+from helpers.luigid import wait_until
 
 from luigi import process
 from luigi.process import ServerAlreadyRunning, ServerSetupError, check_pid, hold_pidfile, prepare_logdir

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from postgres_helpers import fresh_schema, require_postgres
+from helpers.postgres import fresh_schema, require_postgres
 
 from luigi.scheduler import Scheduler
 from luigi.scheduler.model.clock import ManualClock

@@ -15,8 +15,8 @@ from typing import Any
 
 import psutil
 import pytest
-from luigid_helpers import pid_alive, wait_until
-from service_helpers import require_program
+from helpers.luigid import pid_alive, wait_until
+from helpers.services import require_program
 
 import luigi
 from luigi.contrib.external_program import (

@@ -16,9 +16,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from ftp_server import FtpServer, running_ftp_server
-from luigid_helpers import free_port
-from sshd_server import SshServer, running_sshd
+from helpers.ftp_server import FtpServer, running_ftp_server
+from helpers.luigid import free_port
+from helpers.sshd_server import SshServer, running_sshd
 
 import luigi
 import luigi.format

@@ -1,4 +1,4 @@
-"""luigi.contrib.mysqldb against a real MariaDB server (test/contrib/mariadb_server.py), via luigi.build."""
+"""luigi.contrib.mysqldb against a real MariaDB server (test/helpers/mariadb_server.py), via luigi.build."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from luigid_helpers import free_port
-from mariadb_server import MariaDB, mariadb_server  # noqa: F401 - a fixture
+from helpers.luigid import free_port
+from helpers.mariadb_server import MariaDB, mariadb_server  # noqa: F401 - a fixture
 
 import luigi
 from luigi import Event, LuigiStatusCode

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import pytest
-from service_helpers import unavailable
+from helpers.services import unavailable
 
 import luigi
 from luigi.contrib.opener import (
@@ -27,11 +27,11 @@ from luigi.local_target import LocalTarget
 from luigi.mock import MockFileSystem, MockTarget
 
 if TYPE_CHECKING:
-    from s3_server import S3Server
+    from helpers.s3_server import S3Server
 
 # s3_server.py (the moto fixture) belongs to the luigi.contrib.s3 tests; without it only s3:// is skipped.
-HAVE_S3_FIXTURE = importlib.util.find_spec("s3_server") is not None
-pytest_plugins = ["s3_server"] if HAVE_S3_FIXTURE else []
+HAVE_S3_FIXTURE = importlib.util.find_spec("helpers.s3_server") is not None
+pytest_plugins = ["helpers.s3_server"] if HAVE_S3_FIXTURE else []
 
 PRIVATE = luigi.parameter.ParameterVisibility.PRIVATE
 
@@ -260,9 +260,9 @@ def test_importing_the_module_imports_neither_boto3_nor_the_s3_module() -> None:
 
 @pytest.fixture
 def s3(request: pytest.FixtureRequest) -> S3Server:
-    """The moto server of test/contrib/s3_server.py, with [s3] left unconfigured: the URL says it all."""
+    """The moto server of test/helpers/s3_server.py, with [s3] left unconfigured: the URL says it all."""
     if not HAVE_S3_FIXTURE:
-        unavailable("test/contrib/s3_server.py (the luigi.contrib.s3 test fixture) is missing")
+        unavailable("test/helpers/s3_server.py (the luigi.contrib.s3 test fixture) is missing")
     pytest.importorskip("luigi.contrib.s3")
     return request.getfixturevalue("s3_server")
 

@@ -10,16 +10,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from luigid_helpers import free_port
+from helpers.luigid import free_port
 
 import luigi
 from luigi.contrib.redis_store import RedisTarget, RedisTargetError
 
 if TYPE_CHECKING:
-    from redis_server import RedisServer
+    from helpers.redis_server import RedisServer
 
 pytest.importorskip("redis")
-pytest_plugins = ["redis_server"]  # its session fixtures redis_server and redis_server_with_password
+pytest_plugins = ["helpers.redis_server"]  # its session fixtures redis_server and redis_server_with_password
 
 WRONG_PASSWORD = "not-the-pw-9d1e"
 

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from s3_server import S3Server, s3_server  # noqa: F401 - a fixture
-from test_contrib_postgres import PgServer, ServerSettings, pg  # noqa: F401 - pg is a fixture
+from helpers.pg_server import PgServer, ServerSettings, pg  # noqa: F401 - pg is a fixture
+from helpers.s3_server import S3Server, s3_server  # noqa: F401 - a fixture
 
 import luigi
 from luigi import Event

@@ -9,7 +9,7 @@ import sys
 import tempfile
 
 import pytest
-from s3_server import s3_server  # noqa: F401  # the session fixture
+from helpers.s3_server import s3_server  # noqa: F401  # the session fixture
 
 import luigi
 import luigi.format

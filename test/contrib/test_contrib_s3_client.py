@@ -7,7 +7,7 @@ import json
 import os
 
 import pytest
-from s3_server import s3_server  # noqa: F401  # the session fixture
+from helpers.s3_server import s3_server  # noqa: F401  # the session fixture
 
 import luigi
 import luigi.contrib.s3.client as s3_client_module

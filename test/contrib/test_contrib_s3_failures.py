@@ -7,8 +7,8 @@ import tempfile
 import traceback
 
 import pytest
-from luigid_helpers import free_port
-from s3_server import s3_server  # noqa: F401  # the session fixture
+from helpers.luigid import free_port
+from helpers.s3_server import s3_server  # noqa: F401  # the session fixture
 
 import luigi
 from luigi.configuration import get_config

@@ -1,6 +1,7 @@
 """luigi.contrib.spark against a real Spark: ``local[2]`` and a standalone master with one worker.
 
-Every Spark run starts JVMs, so the group is slow; the clusters are session fixtures (spark_cluster.py).
+Every Spark run starts JVMs, so the group is slow; the clusters are session fixtures
+(helpers/spark_cluster.py).
 The task classes live at module level because the Spark driver unpickles them by importing this module.
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from luigid_helpers import free_port
+from helpers.luigid import free_port
 
 import luigi
 from luigi.contrib.spark import PySparkTask, SparkJobError, SparkSubmitTask
@@ -27,9 +28,9 @@ from luigi.scheduler import Scheduler
 from luigi.task_status import DONE, FAILED
 
 if TYPE_CHECKING:
-    from spark_cluster import SparkSetup
+    from helpers.spark_cluster import SparkSetup
 
-pytest_plugins = ["spark_cluster"]  # its session fixtures spark_local and spark_standalone
+pytest_plugins = ["helpers.spark_cluster"]  # its session fixtures spark_local and spark_standalone
 
 SECRET = "s3cr3t-token-8e1f0c"
 SPARK_TIMEOUT = 300  # JVM start-up on a loaded 2-core machine

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 import pytest
 import sqlalchemy
-from luigid_helpers import free_port
-from postgres_helpers import fresh_schema, require_postgres
-from service_helpers import require_module
+from helpers.luigid import free_port
+from helpers.postgres import fresh_schema, require_postgres
+from helpers.services import require_module
 
 import luigi
 from luigi.contrib.sqla import (

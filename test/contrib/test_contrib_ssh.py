@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from luigid_helpers import free_port
-from sshd_server import SshServer, running_sshd
+from helpers.luigid import free_port
+from helpers.sshd_server import SshServer, running_sshd
 
 import luigi
 import luigi.format

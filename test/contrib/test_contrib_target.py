@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from luigid_helpers import free_port
-from service_helpers import unavailable
+from helpers.luigid import free_port
+from helpers.services import unavailable
 
 import luigi
 from luigi.contrib.target import CascadingClient
@@ -19,10 +19,10 @@ from luigi.mock import MockFileSystem
 from luigi.target import FileSystemTarget, NotADirectory
 
 if TYPE_CHECKING:
-    from s3_server import S3Server
+    from helpers.s3_server import S3Server
 
-HAVE_S3_FIXTURE = importlib.util.find_spec("s3_server") is not None
-pytest_plugins = ["s3_server"] if HAVE_S3_FIXTURE else []
+HAVE_S3_FIXTURE = importlib.util.find_spec("helpers.s3_server") is not None
+pytest_plugins = ["helpers.s3_server"] if HAVE_S3_FIXTURE else []
 
 S3_METHODS = [
     "exists",
@@ -110,7 +110,7 @@ def test_only_the_named_methods_exist() -> None:
 @pytest.fixture
 def s3(request: pytest.FixtureRequest) -> S3Server:
     if not HAVE_S3_FIXTURE:
-        unavailable("test/contrib/s3_server.py (the luigi.contrib.s3 test fixture) is missing")
+        unavailable("test/helpers/s3_server.py (the luigi.contrib.s3 test fixture) is missing")
     pytest.importorskip("luigi.contrib.s3")
     return request.getfixturevalue("s3_server")
 
