@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-import luigi
 from luigi.contrib import rdbms
 from luigi.contrib.optional import require
 from luigi.contrib.rdbms import (
@@ -27,7 +26,6 @@ from luigi.contrib.rdbms import (
     MarkerTableError,
     TableCopyError,
     column_names,
-    describe_database,
     redact,
     split_table_name,
 )
@@ -87,7 +85,7 @@ def rollback_quietly(connection: Any) -> None:
         logger.debug("rollback after a failed copy failed too", exc_info=True)
 
 
-class MySqlTarget(luigi.Target):
+class MySqlTarget(rdbms.DatabaseTarget):
     """A row ``update_id`` in the marker table: present once the load it names has finished.
 
     ``cnx_kwargs`` go to the driver's ``connect()`` unchanged (e.g. ``ssl``, ``connect_timeout``).
@@ -107,30 +105,8 @@ class MySqlTarget(luigi.Target):
         update_id: str,
         **cnx_kwargs: Any,
     ) -> None:
-        port = cnx_kwargs.pop("port", None)
-        if ":" in host:
-            host, _, port = host.rpartition(":")
-        self.host = host
-        self.port = int(port or self.DEFAULT_DB_PORT)
-        self.database = database
-        self.user = user
-        self.password = password
-        self.table = table
-        self.update_id = update_id
+        super().__init__(host, database, user, password, table, update_id, cnx_kwargs.pop("port", None))
         self.cnx_kwargs = cnx_kwargs
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(host={self.host!r}, port={self.port}, database={self.database!r}, "
-            f"user={self.user!r}, table={self.table!r}, update_id={self.update_id!r})"
-        )
-
-    def __str__(self) -> str:
-        return f"{self.where()} table {self.table!r} (update_id {self.update_id!r})"
-
-    def where(self) -> str:
-        """The database this target lives in, for messages."""
-        return describe_database(self.engine, self.host, self.port, self.database)
 
     def connect(self, autocommit: bool = False) -> Any:
         """A new connection; DatabaseConnectionError naming the server (never the password) if refused."""

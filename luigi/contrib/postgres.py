@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import IO, Any
 
-import luigi
 from luigi import configuration
 from luigi.contrib import rdbms
 from luigi.contrib.optional import require
@@ -32,7 +31,6 @@ from luigi.contrib.rdbms import (
     QueryError,
     TableCopyError,
     column_names,
-    describe_database,
     redact,
     split_table_name,
     sql_literal,
@@ -162,7 +160,7 @@ default_escape = MultiReplacer(
 # -- the target -----------------------------------------------------------------------------------------
 
 
-class PostgresTarget(luigi.Target):
+class PostgresTarget(rdbms.DatabaseTarget):
     """A row ``update_id`` in the marker table: present once the load or query it names has finished.
 
     The marker table (``[postgres] marker_table``, default ``table_updates``) has the columns
@@ -173,39 +171,6 @@ class PostgresTarget(luigi.Target):
     use_db_timestamps = ConfigDefault("postgres", "use_db_timestamps", True)
     DEFAULT_DB_PORT = 5432
     engine = "PostgreSQL"
-
-    def __init__(
-        self,
-        host: str,
-        database: str,
-        user: str,
-        password: str,
-        table: str,
-        update_id: str,
-        port: int | str | None = None,
-    ) -> None:
-        if ":" in host:
-            host, _, port = host.rpartition(":")
-        self.host = host
-        self.port = int(port or self.DEFAULT_DB_PORT)
-        self.database = database
-        self.user = user
-        self.password = password
-        self.table = table
-        self.update_id = update_id
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(host={self.host!r}, port={self.port}, database={self.database!r}, "
-            f"user={self.user!r}, table={self.table!r}, update_id={self.update_id!r})"
-        )
-
-    def __str__(self) -> str:
-        return f"{self.where()} table {self.table!r} (update_id {self.update_id!r})"
-
-    def where(self) -> str:
-        """The database this target lives in, for messages."""
-        return describe_database(self.engine, self.host, self.port, self.database)
 
     def open(self, mode: str) -> Any:
         raise NotImplementedError(f"cannot open() {type(self).__name__}: it marks a database table")

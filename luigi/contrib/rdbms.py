@@ -97,6 +97,50 @@ def sql_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+class DatabaseTarget(luigi.Target):
+    """A marker row ``update_id`` of ``table``'s loads in a database; says where it is without the password.
+
+    ``host`` may carry the port (``db.example:5433``), as Luigi allows; otherwise ``port``, else the
+    engine's ``DEFAULT_DB_PORT``.
+    """
+
+    DEFAULT_DB_PORT: int = 0
+    engine = "database"
+
+    def __init__(
+        self,
+        host: str,
+        database: str,
+        user: str,
+        password: str,
+        table: str,
+        update_id: str,
+        port: int | str | None = None,
+    ) -> None:
+        if ":" in host:
+            host, _, port = host.rpartition(":")
+        self.host = host
+        self.port = int(port or self.DEFAULT_DB_PORT)
+        self.database = database
+        self.user = user
+        self.password = password
+        self.table = table
+        self.update_id = update_id
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(host={self.host!r}, port={self.port}, database={self.database!r}, "
+            f"user={self.user!r}, table={self.table!r}, update_id={self.update_id!r})"
+        )
+
+    def __str__(self) -> str:
+        return f"{self.where()} table {self.table!r} (update_id {self.update_id!r})"
+
+    def where(self) -> str:
+        """The database this target lives in, for messages."""
+        return describe_database(self.engine, self.host, self.port, self.database)
+
+
 class ConfigDefault:
     """A class attribute whose default is read from ``[section] option`` each time it is used.
 
