@@ -205,3 +205,20 @@ def test_spark_word_count_counts_every_file_on_the_standalone_cluster(tmp_path, 
     assert [app["state"] for app in spark_standalone.applications() if app["name"] == "SparkWordCount"] == [
         "FINISHED"
     ]
+
+
+# -- examples/dask_fanout.py against the test's Dask scheduler and two Dask workers ----------------
+
+from helpers.dask_cluster import dask_cluster  # noqa: E402, F401  # a real Dask scheduler and two workers
+
+
+def test_dask_fan_out_runs_every_chunk_on_the_cluster_and_adds_them_up(tmp_path, dask_cluster):  # noqa: F811
+    done = luigi_command(
+        ["--module", "examples.dask_fanout", "DaskFanOut", "--chunks", "12", "--workers", "4"]
+        + ["--worker-executor", "dask", "--dask-scheduler-address", dask_cluster.address],
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-5000:]
+    summary = json.loads((tmp_path / "dask_fanout" / "total-12.json").read_text())
+    assert summary["total"] == sum(n * n for n in range(12 * 300_000))
+    assert {int(where.rsplit(":", 1)[1]) for where in summary["ran_in"]} == dask_cluster.worker_pids()

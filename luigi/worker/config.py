@@ -1,4 +1,4 @@
-"""The ``[worker]`` configuration section: every knob of the worker loop, with Luigi's defaults."""
+"""The ``[worker]`` section (every knob of the worker loop, with Luigi's defaults) and ``[dask]``."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ import datetime
 
 from luigi import parameter
 from luigi.task import Config
+
+EXECUTOR_LOCAL = "local"
+EXECUTOR_DASK = "dask"
 
 
 def _core_alias(name: str) -> dict[str, str]:
@@ -72,4 +75,20 @@ class worker(Config):
     scheduler_unreachable_timeout = parameter.FloatParameter(
         default=600.0,
         description="Seconds to keep retrying an unreachable scheduler before giving up (0: at once).",
+    )
+    executor = parameter.ChoiceParameter(
+        default=EXECUTOR_LOCAL,
+        choices=(EXECUTOR_LOCAL, EXECUTOR_DASK),
+        description="Where tasks run: 'local' (this process or task slots) or 'dask' (on a Dask cluster).",
+    )
+
+
+class dask(Config):
+    """Options of the ``[dask]`` section: the cluster that ``[worker] executor = dask`` runs tasks on."""
+
+    scheduler_address = parameter.Parameter(
+        default="", description="Address of the Dask scheduler, e.g. tcp://host:8786."
+    )
+    connect_timeout = parameter.FloatParameter(
+        default=30.0, description="Seconds to wait for the Dask scheduler to answer when the worker starts."
     )

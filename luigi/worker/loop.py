@@ -31,7 +31,8 @@ from luigi.task import Task
 from luigi.task_register import TaskClassException, load_task
 from luigi.task_status import DONE, FAILED, RUNNING
 from luigi.worker import identity
-from luigi.worker.config import worker
+from luigi.worker.config import EXECUTOR_DASK, dask, worker
+from luigi.worker.dask_runner import DaskRunner
 from luigi.worker.execution import InProcessRunner, RunnerChoice, TaskRunner
 from luigi.worker.get_work_reply import WORKER_STATE_DISABLED, WorkGrant
 from luigi.worker.graph_walk import FailureEmails, GraphWalk, TaskLedger, retry_policy_dict
@@ -110,7 +111,8 @@ class Worker:
         self._install_shutdown_handler()
 
     def _build_runner(self, remote: RemoteScheduler | None) -> TaskRunner:
-        """The runner of this worker's tasks: a ``RunnerChoice`` between this process and task slots.
+        """The runner of this worker's tasks: a ``RunnerChoice`` between this process and task slots, or
+        a ``DaskRunner`` with ``[worker] executor = dask``.
 
         The one place runners are made; another runner (or a subclass's) plugs in here. ``remote``: our
         RPC client when the scheduler is one (it can ask ahead), else None.
@@ -123,6 +125,9 @@ class Worker:
             completion_cache=self._completion_cache,
             task_process_context=config.task_process_context,
         )
+        if config.executor == EXECUTOR_DASK:
+            cluster = dask()
+            return DaskRunner(self._rpc, options, cluster.scheduler_address, cluster.connect_timeout)
         ahead = (
             AheadAsker(remote, Lookahead(True), self._flush_held_reports)
             if config.lookahead and remote is not None

@@ -1,0 +1,90 @@
+"""Tasks the Dask executor's tests run on the cluster: importable there, as ``helpers.dask_tasks``.
+
+Each records where it ran (pid and host) in its output, so a test can tell which process ran it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+import luigi
+
+
+def where_it_ran() -> dict[str, object]:
+    return {"pid": os.getpid(), "host": socket.gethostname()}
+
+
+class RecordsWhereItRan(luigi.Task):
+    """Writes the pid and host it ran in; ``seconds`` of work first (after marking that it started)."""
+
+    root = luigi.Parameter()
+    number = luigi.IntParameter()
+    seconds = luigi.FloatParameter(default=0.2)
+
+    def output(self) -> luigi.LocalTarget:
+        return luigi.LocalTarget(str(Path(self.root) / f"pid-{self.number}.json"))
+
+    def run(self) -> None:
+        started = Path(self.root) / f"started-{self.number}-{os.getpid()}"
+        started.touch()
+        self.set_status_message(f"working on {self.number}")
+        self.set_progress_percentage(50)
+        time.sleep(self.seconds)
+        with self.output().open("w") as out:
+            json.dump(where_it_ran(), out)
+
+
+class FansOutOnDask(luigi.WrapperTask):
+    """``count`` independent ``RecordsWhereItRan`` tasks."""
+
+    root = luigi.Parameter()
+    count = luigi.IntParameter()
+    seconds = luigi.FloatParameter(default=0.2)
+
+    def requires(self) -> list[RecordsWhereItRan]:
+        return [RecordsWhereItRan(self.root, number, self.seconds) for number in range(self.count)]
+
+
+class FailsOnDask(luigi.Task):
+    """Raises in ``run()``: the luigi worker must see the Dask worker's traceback."""
+
+    root = luigi.Parameter()
+
+    def output(self) -> luigi.LocalTarget:
+        return luigi.LocalTarget(str(Path(self.root) / "never"))
+
+    def run(self) -> None:
+        raise ValueError(f"broken on purpose in pid {os.getpid()}")
+
+
+class YieldsADependency(luigi.Task):
+    """Needs a ``RecordsWhereItRan`` found only while running (a dynamic dependency); copies its record."""
+
+    root = luigi.Parameter()
+
+    def output(self) -> luigi.LocalTarget:
+        return luigi.LocalTarget(str(Path(self.root) / "parent.json"))
+
+    def run(self):  # type: ignore[no-untyped-def]
+        dependency = yield RecordsWhereItRan(self.root, 99, 0.0)
+        with dependency.open() as record, self.output().open("w") as out:
+            json.dump({"dependency": json.load(record), "parent": where_it_ran()}, out)
+
+
+class SleepsPastItsTimeout(luigi.Task):
+    """Sleeps far past its ``worker_timeout``, writing its pid first so a test can see it was killed."""
+
+    root = luigi.Parameter()
+    worker_timeout = 1.0
+
+    def output(self) -> luigi.LocalTarget:
+        return luigi.LocalTarget(str(Path(self.root) / "slept"))
+
+    def run(self) -> None:
+        (Path(self.root) / "sleeper.pid").write_text(str(os.getpid()))
+        time.sleep(60)
+        self.output().open("w").close()

@@ -1,0 +1,160 @@
+"""The Dask executor: a worker that walks the graph and talks to the scheduler, its tasks run on a cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+from helpers.dask_cluster import DaskCluster
+from helpers.dask_tasks import (
+    FailsOnDask,
+    FansOutOnDask,
+    RecordsWhereItRan,
+    SleepsPastItsTimeout,
+    YieldsADependency,
+)
+from helpers.luigid import pid_alive, wait_until
+
+from luigi.event import Event
+from luigi.scheduler import Scheduler
+from luigi.task_status import DONE, FAILED
+from luigi.worker import Worker
+from luigi.worker.dask_runner import DaskRunner, DaskUnavailableError
+
+pytest_plugins = ["helpers.dask_cluster"]
+
+
+def recorded_pids(root: Path) -> list[int]:
+    return [json.loads(path.read_text())["pid"] for path in sorted(root.glob("pid-*.json"))]
+
+
+def test_a_dask_worker_runs_its_tasks_spread_over_the_cluster_and_none_in_its_own_process(
+    dask_cluster: DaskCluster, tmp_path: Path
+) -> None:
+    dask_cluster.configure()
+    with Worker(scheduler=Scheduler(), worker_processes=4) as worker:
+        assert isinstance(worker._runner, DaskRunner)
+        worker.add(FansOutOnDask(str(tmp_path), 24))
+        assert worker.run() is True
+    pids = recorded_pids(tmp_path)
+    assert len(pids) == 24
+    assert set(pids) == dask_cluster.worker_pids()
+    assert os.getpid() not in pids
+
+
+def test_status_messages_and_progress_from_the_cluster_reach_the_scheduler(
+    dask_cluster: DaskCluster, tmp_path: Path
+) -> None:
+    dask_cluster.configure()
+    scheduler = Scheduler()
+    task = RecordsWhereItRan(str(tmp_path), 7, 0.5)
+    with Worker(scheduler=scheduler) as worker:
+        worker.add(task)
+        assert worker.run() is True
+    assert scheduler.get_task_status_message(task.task_id)["statusMessage"] == "working on 7"
+    assert scheduler.get_task_progress_percentage(task.task_id)["progressPercentage"] == 50
+
+
+def test_a_failure_on_the_cluster_fails_the_task_with_the_remote_traceback_and_fires_here(
+    dask_cluster: DaskCluster, tmp_path: Path, events
+) -> None:
+    seen, listen = events
+    listen(Event.START, Event.FAILURE, Event.SUCCESS)
+    dask_cluster.configure()
+    scheduler = Scheduler()
+    task = FailsOnDask(str(tmp_path))
+    with Worker(scheduler=scheduler) as worker:
+        worker.add(task)
+        assert worker.run() is False
+    error = scheduler.fetch_error(task.task_id)["error"]
+    assert "Traceback" in error and "ValueError: broken on purpose in pid" in error
+    assert f"in pid {os.getpid()}" not in error
+    assert [name for name, _ in seen] == [Event.START, Event.FAILURE]
+    assert all(args[0] is task for _, args in seen)
+    assert isinstance(seen[1][1][1], ValueError)
+
+
+def test_events_of_a_task_run_on_the_cluster_fire_in_the_worker_process(
+    dask_cluster: DaskCluster, tmp_path: Path, events
+) -> None:
+    seen, listen = events
+    listen(Event.START, Event.SUCCESS, Event.PROCESSING_TIME)
+    dask_cluster.configure()
+    task = RecordsWhereItRan(str(tmp_path), 1, 0.0)
+    with Worker(scheduler=Scheduler()) as worker:
+        worker.add(task)
+        assert worker.run() is True
+    assert [name for name, _ in seen] == [Event.START, Event.PROCESSING_TIME, Event.SUCCESS]
+    assert seen[0][1] == (task,)
+
+
+def test_dynamic_dependencies_yielded_on_the_cluster_are_scheduled_and_run_there(
+    dask_cluster: DaskCluster, tmp_path: Path
+) -> None:
+    dask_cluster.configure()
+    scheduler = Scheduler()
+    parent = YieldsADependency(str(tmp_path))
+    with Worker(scheduler=scheduler) as worker:
+        worker.add(parent)
+        assert worker.run() is True
+    record = json.loads(Path(parent.output().path).read_text())
+    assert {record["dependency"]["pid"], record["parent"]["pid"]} <= dask_cluster.worker_pids()
+    dependency = RecordsWhereItRan(str(tmp_path), 99, 0.0)
+    assert scheduler.task_list(DONE, "").keys() == {parent.task_id, dependency.task_id}
+
+
+def test_a_task_past_its_timeout_fails_and_its_work_on_the_dask_worker_is_killed(
+    dask_cluster: DaskCluster, tmp_path: Path, events
+) -> None:
+    seen, listen = events
+    listen(Event.TIMEOUT)
+    dask_cluster.configure()
+    scheduler = Scheduler()
+    task = SleepsPastItsTimeout(str(tmp_path))
+    with Worker(scheduler=scheduler) as worker:
+        worker.add(task)
+        assert worker.run() is False
+    assert "timed out after 1.0 seconds" in scheduler.fetch_error(task.task_id)["error"]
+    sleeper = int((tmp_path / "sleeper.pid").read_text())
+    assert sleeper not in dask_cluster.worker_pids()
+    wait_until(lambda: not pid_alive(sleeper), 10, "the timed-out task's process to be killed")
+    assert all(process.poll() is None for process in dask_cluster.workers.values())
+    assert [name for name, _ in seen] == [Event.TIMEOUT]
+
+
+def test_a_dask_worker_killed_mid_run_fails_its_tasks_which_are_retried_and_the_pipeline_completes(
+    own_dask_cluster: DaskCluster, tmp_path: Path
+) -> None:
+    own_dask_cluster.configure()
+    doomed = own_dask_cluster.workers["dask-worker-2"].pid
+    survivor = own_dask_cluster.workers["dask-worker-1"].pid
+    scheduler = Scheduler(retry_delay=0.1, prune_on_get_work=True)
+    worker = Worker(
+        scheduler=scheduler, worker_processes=4, keep_alive=True, wait_interval=0.05, wait_jitter=0
+    )
+    pipeline = FansOutOnDask(str(tmp_path), 12, 1.0)
+    worker.add(pipeline)
+    runner = threading.Thread(target=worker.run)
+    runner.start()
+    wait_until(lambda: list(tmp_path.glob(f"started-*-{doomed}")), 60, "a task to start on the doomed worker")
+    own_dask_cluster.kill_worker("dask-worker-2")
+    runner.join(timeout=120)
+    if runner.is_alive():
+        worker.handle_interrupt(signal.SIGUSR1, None)
+        pytest.fail("the worker did not finish within 120 seconds")
+    worker.stop()
+    assert pipeline.complete()
+    assert set(recorded_pids(tmp_path)) <= {doomed, survivor}
+    statuses = [status for _, status, _ in worker._add_task_history]
+    assert FAILED in statuses  # the runs lost with the worker, retried
+    assert all(task.complete() for task in pipeline.requires())
+    assert not pid_alive(doomed)
+
+
+def test_the_dask_executor_without_a_scheduler_address_names_the_setting_to_set() -> None:
+    with pytest.raises(DaskUnavailableError, match=r"\[dask\] scheduler_address"):
+        Worker(scheduler=Scheduler(), executor="dask")
