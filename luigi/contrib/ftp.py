@@ -16,7 +16,6 @@ import ftplib
 import logging
 import os
 import posixpath
-import random
 import ssl
 import stat
 import tempfile
@@ -25,9 +24,9 @@ from dataclasses import dataclass
 from typing import IO, Any, BinaryIO, NamedTuple, Protocol
 
 from luigi.contrib.optional import require
+from luigi.contrib.staged_upload import StagedUpload, tmp_suffix
 from luigi.format import Format, get_default_format
 from luigi.target import (
-    AtomicLocalFile,
     FileAlreadyExists,
     FileSystem,
     FileSystemTarget,
@@ -70,10 +69,6 @@ class _Session(Protocol):
     def download(self, path: str, sink: BinaryIO) -> None: ...
     def rename(self, path: str, dest: str) -> None: ...
     def close(self) -> None: ...
-
-
-def _tmp_suffix() -> str:
-    return f"-luigi-tmp-{random.randrange(10**10):010d}"
 
 
 def _as_utc(moment: Timestamp) -> datetime.datetime:
@@ -521,7 +516,7 @@ class RemoteFileSystem(FileSystem):
             if not atomic:
                 session.upload(local_path, path)
                 return
-            tmp_path = path + _tmp_suffix()
+            tmp_path = path + tmp_suffix()
             try:
                 session.upload(local_path, tmp_path)
                 session.rename(tmp_path, path)
@@ -542,7 +537,7 @@ class RemoteFileSystem(FileSystem):
         parent = os.path.dirname(os.path.normpath(local_path))
         if parent:
             os.makedirs(parent, exist_ok=True)
-        tmp_local_path = local_path + _tmp_suffix()
+        tmp_local_path = local_path + tmp_suffix()
         try:
             with open(tmp_local_path, "wb") as sink:
                 self._download(path, sink)
@@ -574,23 +569,11 @@ class RemoteFileSystem(FileSystem):
         return found
 
 
-class AtomicFtpFile(AtomicLocalFile):
-    """A remote file being written: data fills a local temporary file, uploaded atomically on ``close()``."""
+class AtomicFtpFile(StagedUpload):
+    """A remote file being written over FTP, FTPS or SFTP, uploaded atomically on ``close()``."""
 
-    def __init__(self, fs: RemoteFileSystem, path: str) -> None:
-        self._fs = fs
-        super().__init__(path)
-
-    def generate_tmp_path(self, path: str) -> str:
-        return os.path.join(tempfile.gettempdir(), f"luigi-ftp{_tmp_suffix()}")
-
-    def move_to_final_destination(self) -> None:
-        try:
-            self._fs.put(self.tmp_path, self.path)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(self.tmp_path)
-            self._tmp_path_moved = True
+    local_prefix = "luigi-ftp"
+    _fs: RemoteFileSystem
 
     @property
     def fs(self) -> RemoteFileSystem:

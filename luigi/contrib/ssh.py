@@ -17,16 +17,14 @@ import contextlib
 import logging
 import os
 import posixpath
-import random
 import shlex
 import subprocess
-import tempfile
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
+from luigi.contrib.staged_upload import StagedUpload, tmp_suffix
 from luigi.format import Format, InputPipeProcessWrapper, get_default_format
 from luigi.target import (
-    AtomicLocalFile,
     FileAlreadyExists,
     FileSystem,
     FileSystemTarget,
@@ -53,10 +51,6 @@ _EXISTS_AS_DIRECTORY = 70
 _EXISTS_AS_FILE = 71
 _PARENT_MISSING = 72
 _DESTINATION_EXISTS = 73
-
-
-def _tmp_suffix() -> str:
-    return f"-luigi-tmp-{random.randrange(10**10):010d}"
 
 
 def _stderr_tail(stderr: bytes | str | None) -> str:
@@ -325,7 +319,7 @@ class RemoteFileSystem(FileSystem):
 
     def put(self, local_path: str, path: str) -> None:
         """Upload local file ``local_path`` to ``path``: sent to a temporary name, then renamed into place."""
-        tmp_path = path + _tmp_suffix()
+        tmp_path = path + tmp_suffix()
         tmp, dest = shlex.quote(tmp_path), shlex.quote(path)
         size = os.path.getsize(local_path)
         # The size check matters: if this client dies mid-upload, the remote cat still ends "successfully".
@@ -341,7 +335,7 @@ class RemoteFileSystem(FileSystem):
         parent = os.path.dirname(os.path.normpath(local_path))
         if parent:
             os.makedirs(parent, exist_ok=True)
-        tmp_local_path = local_path + _tmp_suffix()
+        tmp_local_path = local_path + tmp_suffix()
         try:
             with open(tmp_local_path, "wb") as sink:
                 self.remote_context._run(["cat", "--", shlex.quote(path)], stdout=sink)
@@ -363,23 +357,11 @@ class RemoteFileSystem(FileSystem):
         return f"mv {flag} -- {shlex.quote(path)} {shlex.quote(dest)}"
 
 
-class AtomicRemoteFileWriter(AtomicLocalFile):
-    """A remote file being written: data fills a local temporary file, uploaded atomically on ``close()``."""
+class AtomicRemoteFileWriter(StagedUpload):
+    """A remote file being written over ssh, uploaded atomically on ``close()``."""
 
-    def __init__(self, fs: RemoteFileSystem, path: str) -> None:
-        self._fs = fs
-        super().__init__(path)
-
-    def generate_tmp_path(self, path: str) -> str:
-        return os.path.join(tempfile.gettempdir(), f"luigi-ssh{_tmp_suffix()}")
-
-    def move_to_final_destination(self) -> None:
-        try:
-            self._fs.put(self.tmp_path, self.path)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(self.tmp_path)
-            self._tmp_path_moved = True
+    local_prefix = "luigi-ssh"
+    _fs: RemoteFileSystem
 
     @property
     def fs(self) -> RemoteFileSystem:
