@@ -127,7 +127,9 @@ class Worker:
         )
         if config.executor == EXECUTOR_DASK:
             cluster = dask()
-            return DaskRunner(self._rpc, options, cluster.scheduler_address, cluster.connect_timeout)
+            return DaskRunner(
+                self._rpc, options, cluster.scheduler_address, cluster.connect_timeout, self._messages.open
+            )
         ahead = (
             AheadAsker(remote, Lookahead(True), self._flush_held_reports)
             if config.lookahead and remote is not None
