@@ -67,7 +67,7 @@ export class TaskDetail {
       progress(task),
       task.status_message ? section('Status message', el('pre', { class: 'status-message', text: format.text(task.status_message) })) : null,
       detail.error ? section(task.status === FAILED || task.status === DISABLED ? 'Error' : 'Last error',
-        el('pre', { class: 'traceback', text: format.text(detail.error) })) : null,
+        el('pre', { class: 'traceback', text: format.errorText(detail.error) })) : null,
       section('Parameters', paramsTable(task.params)),
       section('Details', facts(task)),
       this.neighbours('Upstream', 'Tasks this task needs', detail.upstream, detail.num_upstream),
