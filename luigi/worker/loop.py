@@ -9,6 +9,7 @@ the loop talks to it only through the ``TaskRunner`` protocol of ``luigi.worker.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import json
 import logging
@@ -39,6 +40,7 @@ from luigi.worker.graph_walk import FailureEmails, GraphWalk, TaskLedger, retry_
 from luigi.worker.keep_alive import KeepAliveThread, serialized, should_stay_alive
 from luigi.worker.lookahead import AheadAsker, Lookahead
 from luigi.worker.messages import Message, MessageRouter
+from luigi.worker.progress import ProgressLine, progress_line_for_terminal, progress_of
 from luigi.worker.slots import SlotRunner
 from luigi.worker.task_process import TaskException, TaskOutcome, TaskRunOptions, is_external
 
@@ -49,6 +51,13 @@ _EXPL_ENCODER = json.JSONEncoder(default=str)
 
 # What building a task from its family and serialized parameters may raise (unknown family, bad value).
 _TASK_LOAD_ERRORS = (TaskClassException, ParameterException, ImportError, ValueError, TypeError)
+
+
+def _progress_enabled() -> bool:
+    """``[core] progress`` (default true): the live progress line on a terminal; false keeps logs alone."""
+    from luigi.configuration import get_config
+
+    return bool(get_config().getboolean("core", "progress", True))
 
 
 def _time() -> Any:
@@ -102,6 +111,7 @@ class Worker:
         self._get_work_response_history: list[dict[str, Any]] = []
 
         self._running_tasks: dict[str, Task] = {}  # started here, outcome not handled yet
+        self._progress: ProgressLine | None = None  # drawn on a terminal while run() runs
         self._messages = MessageRouter(self._deliver_message)
         self._stop_requesting_work = False
         self._runner: TaskRunner = self._build_runner(remote)
@@ -265,15 +275,24 @@ class Worker:
         logger.info("Running Worker with %d processes", self.worker_processes)
         self.run_succeeded = True
         self._announce_to_scheduler()
+        self._progress = progress_line_for_terminal(_progress_enabled())
         try:
-            while self._run_step():
-                pass
-            while self._running_tasks:
-                self._collect_outcomes(block=True)
+            with self._progress or contextlib.nullcontext():
+                while self._run_step():
+                    pass
+                while self._running_tasks:
+                    self._collect_outcomes(block=True)
         finally:
+            self._progress = None
             self._graph.forget_reported()
             self._runner.shut_down()
         return self.run_succeeded
+
+    def _show_progress(self, force: bool = False) -> None:
+        """Redraw the terminal's progress line, if there is one (see ``luigi.worker.progress``)."""
+        line = self._progress
+        if line is not None:
+            line.show(progress_of(self._ledger.history, len(self._running_tasks), line.elapsed()), force)
 
     def _run_step(self) -> bool:
         """Make room, ask for work, then start it, wait for a running task or idle; False: nothing is left."""
@@ -399,6 +418,7 @@ class Worker:
         timeout = task.worker_timeout if task.worker_timeout is not None else self._config.timeout
         self._running_tasks[task_id] = task
         self._runner.start(task, timeout or None)
+        self._show_progress()
 
     def _collect_outcomes(self, block: bool) -> None:
         """Handle finished tasks; with ``block``, wait (at most ``wait_interval``) for one to finish."""
@@ -439,6 +459,7 @@ class Worker:
         if outcome.missing:
             self._reschedule_if_allowed(task, outcome.missing)
         self.run_succeeded &= outcome.status == DONE or bool(new_dep_ids)
+        self._show_progress(force=not self._running_tasks)
 
     def _add_dynamic_dependencies(self, task: Task, outcome: TaskOutcome) -> list[str]:
         """Build the yielded tasks and walk them into the scheduler; returns their ids.
