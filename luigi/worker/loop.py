@@ -25,7 +25,7 @@ from typing import Any
 
 from luigi import notifications
 from luigi.parameter import ParameterException
-from luigi.rpc import RemoteScheduler
+from luigi.rpc import RemoteScheduler, RPCError
 from luigi.rpc.retry import checked_ride_out
 from luigi.scheduler_api import SchedulerAPI
 from luigi.task import Task
@@ -114,6 +114,7 @@ class Worker:
         self._progress: ProgressLine | None = None  # drawn on a terminal while run() runs
         self._messages = MessageRouter(self._deliver_message)
         self._stop_requesting_work = False
+        self._run_options: list[TaskRunOptions] = []  # their task_log_max_bytes is set by run()
         self._runner: TaskRunner = self._build_runner(remote)
         self._idle_since: float | None = None
         self._keep_alive_thread: KeepAliveThread | None = None
@@ -135,6 +136,7 @@ class Worker:
             completion_cache=self._completion_cache,
             task_process_context=config.task_process_context,
         )
+        self._run_options.append(options)
         if config.executor == EXECUTOR_DASK:
             cluster = dask()
             return DaskRunner(
@@ -149,6 +151,7 @@ class Worker:
             self._rpc, options, ahead, self._get_work_kwargs, self._taking_work, self._messages.open
         )
         slot_options = dataclasses.replace(options, in_child_process=True)
+        self._run_options.append(slot_options)
         return RunnerChoice(
             in_process,
             lambda: SlotRunner(self._rpc, slot_options, self._ledger.tasks, self._messages.open),
@@ -275,6 +278,7 @@ class Worker:
         logger.info("Running Worker with %d processes", self.worker_processes)
         self.run_succeeded = True
         self._announce_to_scheduler()
+        self._capture_task_logs_if_kept()
         self._progress = progress_line_for_terminal(_progress_enabled())
         try:
             with self._progress or contextlib.nullcontext():
@@ -287,6 +291,20 @@ class Worker:
             self._graph.forget_reported()
             self._runner.shut_down()
         return self.run_succeeded
+
+    def _capture_task_logs_if_kept(self) -> None:
+        """Capture and ship each run's output (``[worker] task_log_max_bytes``) if the scheduler keeps it."""
+        limit = self._config.task_log_max_bytes if self._scheduler_keeps_task_logs() else 0
+        for options in self._run_options:
+            options.task_log_max_bytes = limit
+
+    def _scheduler_keeps_task_logs(self) -> bool:
+        if self._config.task_log_max_bytes <= 0 or self._config.executor == EXECUTOR_DASK:
+            return False  # off; or tasks run in threads of Dask workers, whose output cannot be told apart
+        try:
+            return bool(self._rpc.scheduler_features().get("task_logs"))
+        except RPCError:  # a Luigi luigid has no such method: it keeps no logs
+            return False
 
     def _show_progress(self, force: bool = False) -> None:
         """Redraw the terminal's progress line, if there is one (see ``luigi.worker.progress``)."""
