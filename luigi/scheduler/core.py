@@ -6,6 +6,7 @@ server calls them after validating the request, and workers call them directly i
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from typing import Any
@@ -77,9 +78,6 @@ class Scheduler:
         self._state = SchedulerState(config, self._clock)
         self._rules = StatusRules(self._state, notifier or default_notifier)
         self._pending = queries.PendingCounter(self._state)
-        self._census = Census(self._state)
-        self._pages = TaskPages(self._state, self._census)
-        self._graphs = GraphViews(self._state)
         self._task_history = task_history if task_history is not None else default_history(config)
         self._batch_notifier = batch_notifier
         self._intake = ReportIntake(self._state, self._rules, self._task_history, batch_notifier)
@@ -89,6 +87,19 @@ class Scheduler:
         self._logs_expired_at = 0.0
         if self._store.tracks_changes:
             self._state.changes = ChangeSet()
+
+    # The visualiser's views, made at their first use: a pipeline run without a visualiser needs none.
+    @functools.cached_property
+    def _census(self) -> Census:
+        return Census(self._state)
+
+    @functools.cached_property
+    def _pages(self) -> TaskPages:
+        return TaskPages(self._state, self._census)
+
+    @functools.cached_property
+    def _graphs(self) -> GraphViews:
+        return GraphViews(self._state)
 
     @property
     def config(self) -> SchedulerConfig:

@@ -192,6 +192,8 @@ class InProcessRunner:
 
     def _run(self, process: TaskProcess, reporter: TaskStatusReporter) -> TaskOutcome:
         """Run the task here, its output kept as the run's log when the scheduler keeps logs."""
+        if self._options.task_log_max_bytes <= 0:
+            return process.run()
         with captured_output(reporter.append_task_log, self._options.task_log_max_bytes):
             return process.run()
 

@@ -86,11 +86,10 @@ class Worker:
         self._config = worker(**kwargs)
         self._scheduler = scheduler
         self._rpc = serialized(scheduler)
-        ride_out = checked_ride_out(self._config.scheduler_unreachable_timeout)
         # Decided once: only our RPC client rides out a restart, holds reports and asks ahead.
         remote = scheduler if isinstance(scheduler, RemoteScheduler) else None
         if remote is not None:
-            remote.unreachable_timeout = ride_out
+            remote.unreachable_timeout = checked_ride_out(self._config.scheduler_unreachable_timeout)
         self.worker_processes = int(worker_processes)
         self._assistant = assistant
         self.host = socket.gethostname()
