@@ -36,6 +36,8 @@ from luigi.task import Task, WrapperTask
 from luigi.tools.range_completion import (
     _constrain_glob,
     _get_filesystems_and_globs,
+    _get_per_location_glob,
+    _list_existing,
     bulk_complete_values,
     infer_bulk_complete_from_fs,
     most_common,
@@ -56,7 +58,7 @@ __all__ = [
 ]
 
 # Luigi's small internals of the listing inference, importable from here as there.
-_INTERNALS = (_constrain_glob, _get_filesystems_and_globs)
+_INTERNALS = (_constrain_glob, _get_filesystems_and_globs, _get_per_location_glob, _list_existing)
 
 logger = logging.getLogger("luigi-interface")
 
