@@ -6,6 +6,7 @@ import datetime
 
 from luigi.local_target import LocalTarget
 from luigi.mock import MockTarget
+from luigi.parameter import DateParameter
 from luigi.target import Target
 from luigi.task import ExternalTask, Task
 from luigi.tools.deps import dfs_paths, find_deps, get_task_output_description, get_task_requires
@@ -102,10 +103,8 @@ def test_ssh_and_s3_targets_are_described_with_their_host_or_scheme():
     assert get_task_output_description(S3Target("s3://bucket/key")) == "[S3] s3://bucket/key"
 
 
-def test_a_date_in_the_graph_is_shown_as_the_task_repr():
+def test_a_task_of_the_goal_family_itself_is_its_only_path():
     class Dated(ExternalTask):
-        from luigi.parameter import DateParameter
-
         day = DateParameter()
 
     assert find_deps(Dated(datetime.date(2020, 1, 2)), "Dated") == {Dated(datetime.date(2020, 1, 2))}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from luigi.mock import MockFileSystem, MockTarget
+from luigi.parameter import IntParameter
 from luigi.task import ExternalTask, Task
 from luigi.tools.deps_tree import bcolors, print_tree
 
@@ -39,8 +40,6 @@ def test_an_unknown_task_is_one_line_on_stderr(pipeline):
 
 
 class Part(ExternalTask):
-    from luigi.parameter import IntParameter
-
     n = IntParameter()
 
     def output(self):
