@@ -8,18 +8,21 @@ Enable it in the mypy configuration::
 Then, for ``class Report(luigi.Task)`` declaring ``day = luigi.DateParameter()`` and
 ``copies = luigi.IntParameter(default=1)``, mypy checks ``Report(day=date(2024, 1, 1), copies=2)`` as a
 call to ``__init__(self, day: date, copies: int = ...)``: a missing ``day``, a ``copies="2"`` or an unknown
-keyword is reported. Parameters are inherited along the class hierarchy. The argument type comes from the
-parameter class (``Parameter`` -> ``str``, ``IntParameter`` -> ``int``, ``DateParameter`` -> ``date``, ...;
-``Optional*`` adds ``| None``; unknown classes give ``Any``); a ``default`` (or ``BoolParameter``'s implicit
-``False``) makes the argument optional and ``positional=False`` makes it keyword-only. A class with its own
-``__init__`` keeps it; a decorated class (``@requires``, ``@inherits``, which add parameters at run time)
-also accepts further arguments.
+keyword is reported. Parameters are inherited along the class hierarchy.
+
+An argument's type is the annotation when there is one (``size: int = luigi.IntParameter()``: calling a
+parameter class is typed ``Any``, so that assignment is accepted). Otherwise it comes from the parameter
+class: ``Parameter`` -> ``str``, ``IntParameter`` -> ``int``, ``DateParameter`` -> ``date``, ...;
+``Optional*`` adds ``| None``; classes whose values vary give ``Any``. A ``default`` (or
+``BoolParameter``'s implicit ``False``) makes the argument optional; ``positional=False`` makes it
+keyword-only. A class with its own ``__init__`` keeps it; a decorated class (``@requires``,
+``@inherits``, which add parameters at run time) also accepts further arguments.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mypy.nodes import (
     ARG_NAMED,
@@ -37,9 +40,18 @@ from mypy.nodes import (
     TypeInfo,
     Var,
 )
-from mypy.plugin import ClassDefContext, Plugin, SemanticAnalyzerPluginInterface
+from mypy.plugin import ClassDefContext, FunctionContext, Plugin, SemanticAnalyzerPluginInterface
 from mypy.plugins.common import add_method_to_class, deserialize_and_fixup_type
-from mypy.types import AnyType, Instance, NoneType, Type, TypeOfAny, UnionType
+from mypy.types import (
+    AnyType,
+    Instance,
+    NoneType,
+    PlaceholderType,
+    Type,
+    TypeOfAny,
+    UnionType,
+    get_proper_type,
+)
 
 __all__ = ["TaskPlugin", "plugin"]
 
@@ -118,6 +130,17 @@ class TaskPlugin(Plugin):
             return _transform_task_class
         return None
 
+    def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        """Calling a parameter class gives Any, so that ``size: int = luigi.IntParameter()`` is accepted."""
+        symbol = self.lookup_fully_qualified(fullname)
+        if symbol is not None and isinstance(symbol.node, TypeInfo) and _is_parameter_class(symbol.node):
+            return _parameter_value
+        return None
+
+
+def _parameter_value(ctx: FunctionContext) -> Type:
+    return AnyType(TypeOfAny.unannotated)
+
 
 def _is_task(info: TypeInfo) -> bool:
     return any(base.fullname == TASK_FULLNAME for base in info.mro)
@@ -161,18 +184,29 @@ def _own_fields(ctx: ClassDefContext) -> dict[str, TaskParameterField]:
             continue
         parameter_class = _parameter_class(value.callee)
         if parameter_class is not None:
-            fields[target.name] = _field(target.name, parameter_class, value, ctx.api)
+            field = _field(target.name, parameter_class, value, ctx.api)
+            declared = _declared_type(statement)
+            fields[target.name] = field if declared is None else replace(field, type=declared)
     return fields
+
+
+def _declared_type(statement: AssignmentStmt) -> Type | None:
+    """The annotation of ``name: T = SomeParameter(...)`` once analysed, which wins over the inferred type."""
+    if statement.type is None or statement.unanalyzed_type is None:
+        return None
+    declared = get_proper_type(statement.type)
+    return None if isinstance(declared, PlaceholderType) else statement.type
 
 
 def _parameter_class(callee: Expression) -> TypeInfo | None:
     """The TypeInfo of a luigi Parameter class being called, or None for anything else."""
     if not isinstance(callee, RefExpr) or not isinstance(callee.node, TypeInfo):
         return None
-    info = callee.node
-    if any(base.fullname.startswith("luigi.") and base.name == "Parameter" for base in info.mro):
-        return info
-    return None
+    return callee.node if _is_parameter_class(callee.node) else None
+
+
+def _is_parameter_class(info: TypeInfo) -> bool:
+    return any(base.fullname.startswith("luigi.") and base.name == "Parameter" for base in info.mro)
 
 
 def _field(
