@@ -295,6 +295,8 @@ class TimeDeltaParameter(Parameter):
         return value
 
     def serialize(self, x: Any) -> str:
+        if not isinstance(x, datetime.timedelta):
+            return str(x)  # a wrong type (warned about when the task is built) still gets an id
         if x < datetime.timedelta(0):
             return "-" + self.serialize(-x)
         weeks, days = divmod(x.days, 7)
