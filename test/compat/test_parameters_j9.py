@@ -65,9 +65,7 @@ def test_optional_parameters_warn_with_their_class_and_type_name(param_class, wr
 
     with mock.patch("luigi.parameter.warnings") as patched:
         WithOptional(value=wrong)
-    expected = (
-        f'{param_class.__name__} "value" with value "{wrong}" is not of type "{type_name}" or None.'
-    )
+    expected = f'{param_class.__name__} "value" with value "{wrong}" is not of type "{type_name}" or None.'
     patched.warn.assert_called_once_with(expected, OptionalParameterTypeWarning)
 
 
@@ -130,9 +128,10 @@ def test_a_real_warning_is_a_user_warning_pointing_at_the_value():
 @pytest.mark.parametrize("param_class", [luigi.ListParameter, luigi.DictParameter])
 def test_a_schema_without_jsonschema_warns_and_is_not_checked(param_class):
     schema = {"type": "array", "items": {"type": "string"}}
-    with mock.patch("luigi.parameter._JSONSCHEMA_ENABLED", False), mock.patch(
-        "luigi.parameter.warnings"
-    ) as patched:
+    with (
+        mock.patch("luigi.parameter._JSONSCHEMA_ENABLED", False),
+        mock.patch("luigi.parameter.warnings") as patched,
+    ):
         param = param_class(schema=schema)
     patched.warn.assert_called_once_with(JSONSCHEMA_TEXT)
     assert param.normalize({"not": "checked"}) == {"not": "checked"}
@@ -140,9 +139,10 @@ def test_a_schema_without_jsonschema_warns_and_is_not_checked(param_class):
 
 def test_a_schema_with_jsonschema_enabled_is_checked_without_warning():
     jsonschema = pytest.importorskip("jsonschema")
-    with mock.patch("luigi.parameter._JSONSCHEMA_ENABLED", True), mock.patch(
-        "luigi.parameter.warnings"
-    ) as patched:
+    with (
+        mock.patch("luigi.parameter._JSONSCHEMA_ENABLED", True),
+        mock.patch("luigi.parameter.warnings") as patched,
+    ):
         param = luigi.ListParameter(schema={"type": "array", "items": {"type": "string"}})
     patched.warn.assert_not_called()
     assert param.normalize(["a"]) == ("a",)
@@ -345,7 +345,9 @@ def test_an_unparsable_config_value_names_the_task_and_parameter():
     configuration.get_config().set("Configured", "count", "many")
     with pytest.raises(ValueError) as caught:
         Configured()
-    assert str(caught.value) == "Configured[args=(), kwargs={}]: Error when parsing the default value of 'count'"
+    assert (
+        str(caught.value) == "Configured[args=(), kwargs={}]: Error when parsing the default value of 'count'"
+    )
     assert "'many'" in str(caught.value.__cause__)  # the chained cause says what was wrong
 
 
@@ -354,7 +356,9 @@ def test_an_unparsable_time_delta_in_config_gets_the_same_error():
         delay = luigi.TimeDeltaParameter()
 
     configuration.get_config().set("Delayed", "delay", "soon")
-    with pytest.raises(ValueError, match=r"^Delayed\[args=\(\), kwargs=\{\}\]: Error when parsing the default"):
+    with pytest.raises(
+        ValueError, match=r"^Delayed\[args=\(\), kwargs=\{\}\]: Error when parsing the default"
+    ):
         Delayed()
 
 
