@@ -73,8 +73,14 @@ def request_options(method: RpcMethod) -> dict[str, Any]:
     return options
 
 
+_REQUIRED: dict[str, tuple[str, ...]] = {}  # method name -> its required parameters, found once
+
+
 def _check_required(method: RpcMethod, named: Mapping[str, Any]) -> None:
-    missing = [p.name for p in method.parameters if p.required and p.name not in named]
+    required = _REQUIRED.get(method.name)
+    if required is None:
+        required = _REQUIRED[method.name] = tuple(p.name for p in method.parameters if p.required)
+    missing = [name for name in required if name not in named]
     if not missing:
         return
     luigis = [p for p in method.parameters if not p.extension]
@@ -155,7 +161,7 @@ def _name_arguments(method: RpcMethod, args: Sequence[Any], kwargs: Mapping[str,
     for key, value in kwargs.items():
         if key in named:
             raise RpcArgumentError(f"{method.name}() got multiple values for argument {key!r}")
-        if method.var_keyword is None and not method.takes(key):
+        if method.var_keyword is None and not method.lenient and not method.takes(key):
             expected = ", ".join(names) or "no arguments"
             raise RpcArgumentError(
                 f"{method.name}() got an unexpected argument {key!r} (it takes: {expected})"

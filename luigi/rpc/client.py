@@ -43,6 +43,7 @@ from luigi.rpc.errors import (
     summarise,
     undelivered,
 )
+from luigi.rpc.fetchers import class_probe
 from luigi.rpc.hooks import fetcher_class, logger, rpc_logger
 from luigi.rpc.layers import LuigiLayers
 from luigi.rpc.options import ClientOptions, request_headers
@@ -106,6 +107,7 @@ class RemoteScheduler(LuigiLayers):
         self._rpc_retry_wait = _whole_if_integral(options.retry_wait)
         self._rpc_log_retries = options.log_retries
         self._fetcher_class = fetcher_class()
+        self._fetcher_class_untouched = class_probe(self._fetcher_class)
         self._fetcher_headers = _token_header(options.auth_token)
         self._use_channel = options.use_channel
         self._sleep = sleep if sleep is not None else real_sleep

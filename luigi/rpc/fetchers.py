@@ -12,12 +12,21 @@ import base64
 import importlib.util
 import os
 import socket
+from collections.abc import Callable
 from typing import Any, Protocol
 from urllib.error import URLError
 from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 from urllib.request import Request, urlopen
 
-__all__ = ["HAS_REQUESTS", "Fetcher", "RequestsFetcher", "URLLibFetcher", "untouched", "untouched_class"]
+__all__ = [
+    "HAS_REQUESTS",
+    "Fetcher",
+    "RequestsFetcher",
+    "URLLibFetcher",
+    "class_probe",
+    "untouched",
+    "untouched_class",
+]
 
 # Whether ``requests`` can be imported, found without importing it (that costs more than the rest of
 # ``import luigi``); Luigi's RemoteScheduler then uses RequestsFetcher.
@@ -109,16 +118,35 @@ class RequestsFetcher(_OurFetcher):
 
 
 # The methods of each fetcher a user's test may replace on the class or an instance.
-_REPLACEABLE: dict[type, dict[str, Any]] = {
-    URLLibFetcher: {"fetch": URLLibFetcher.fetch, "_create_request": URLLibFetcher._create_request},
-    RequestsFetcher: {"fetch": RequestsFetcher.fetch, "check_pid": RequestsFetcher.check_pid},
+_REPLACEABLE: dict[type, tuple[str, str]] = {
+    URLLibFetcher: ("fetch", "_create_request"),
+    RequestsFetcher: ("fetch", "check_pid"),
 }
+_ORIGINALS = {kind: tuple(vars(kind)[name] for name in names) for kind, names in _REPLACEABLE.items()}
 
 
-def untouched_class(kind: object) -> bool:
+def class_probe(kind: Any) -> Callable[[], bool]:
+    """A check, cheap enough to run before every call, of whether ``kind`` is one of our fetcher
+    classes with none of its methods replaced."""
+    names = _REPLACEABLE.get(kind) if isinstance(kind, type) else None
+    if names is None:
+        return _never
+    first, second = names
+    one, two = _ORIGINALS[kind]
+
+    def untouched() -> bool:
+        return getattr(kind, first) is one and getattr(kind, second) is two
+
+    return untouched
+
+
+def _never() -> bool:
+    return False
+
+
+def untouched_class(kind: Any) -> bool:
     """Whether ``kind`` is one of our fetcher classes with none of its methods replaced."""
-    originals = _REPLACEABLE.get(kind) if isinstance(kind, type) else None
-    return originals is not None and all(vars(kind)[name] is f for name, f in originals.items())
+    return class_probe(kind)()
 
 
 def untouched(fetcher: object) -> bool:

@@ -42,6 +42,7 @@ class LuigiLayers:
     _rpc_retry_wait: float
     _rpc_log_retries: bool
     _fetcher_class: Any  # what ``_fetcher`` is made of (``luigi.rpc.HAS_REQUESTS`` chose it at construction)
+    _fetcher_class_untouched: Callable[[], bool]  # fetchers.class_probe of it
     _fetcher_headers: dict[str, str]  # sent by our fetchers too: the bearer token, if any
     _made_fetcher: object = _NOT_MADE
     _sleep: Callable[[float], None]
@@ -126,14 +127,20 @@ class LuigiLayers:
         return payload["response"]
 
     def _layers_replaced(self) -> bool:
-        """Whether a user replaced ``_request``, ``_fetch`` or ``_fetcher`` (see the module docstring)."""
+        """Whether a user replaced ``_request``, ``_fetch`` or ``_fetcher`` (see the module docstring).
+
+        It runs before every call, so the common case (nothing replaced, no fetcher made) is a few
+        identity checks.
+        """
         own = self.__dict__
-        kind = type(self)
-        if kind._request is not _REQUEST or kind._fetch is not _FETCH or "_request" in own or "_fetch" in own:
+        if "_request" in own or "_fetch" in own:
             return True
-        fetcher = own.get("_fetcher", _NOT_MADE)
-        if fetcher is _NOT_MADE:
-            return not fetchers.untouched_class(self._fetcher_class)
+        kind = type(self)
+        if kind._request is not _REQUEST or kind._fetch is not _FETCH:
+            return True
+        if "_fetcher" not in own:
+            return not self._fetcher_class_untouched()
+        fetcher = own["_fetcher"]
         return fetcher is not self._made_fetcher or not fetchers.untouched(fetcher)
 
     def _take_pipelined(self) -> list[EncodedCall]:
