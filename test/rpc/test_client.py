@@ -141,7 +141,7 @@ def test_a_connection_the_server_closed_while_idle_is_reopened_without_a_retry(s
     ("call", "message"),
     [
         (lambda c: c.add_task(worker=WORKER), "missing required argument 'task_id'"),
-        (lambda c: c.ping(worker=WORKER, colour="red"), "unexpected argument 'colour'"),
+        (lambda c: c.disable_worker(worker=WORKER, colour="red"), "unexpected argument 'colour'"),
         (lambda c: c.ping(WORKER, worker=WORKER), "multiple values for argument 'worker'"),
         (lambda c: c.graph(1), "takes 0 positional arguments but 1 were given"),
         (lambda c: c.add_task(task_id="A()", worker=WORKER, deps="B()"), "'deps' must be a list of strings"),
@@ -155,6 +155,13 @@ def test_a_bad_call_raises_a_type_error_naming_the_argument_before_anything_is_s
     assert isinstance(raised.value, TypeError)
     client.close()
     assert server.requests == []
+
+
+def test_a_method_that_ignores_unknown_arguments_takes_them_and_sends_none(server):
+    client = client_for(server.url)
+    assert client.ping(worker=WORKER, colour="red") == {"rpc_messages": []}
+    assert server.requests[-1].data == {"worker": WORKER}
+    client.close()
 
 
 def test_a_tuple_where_a_list_is_expected_is_sent_as_a_json_list(server):
