@@ -15,11 +15,13 @@ from unittest import mock
 
 import pytest
 import requests
-from helpers.luigid import running_luigid
+from helpers.luigid import running_luigid, serving_in_thread
 
 import luigi
 import luigi.rpc
 from luigi.rpc import RemoteScheduler, RequestsFetcher, RPCError, URLLibFetcher
+from luigi.scheduler import Scheduler
+from luigi.server import ServerSettings
 
 WORKER = "hooks-worker"
 
@@ -400,3 +402,21 @@ def test_rpc_error_takes_a_message_and_a_sub_exception():
     error = RPCError("it failed", cause)
     assert (error.message, error.sub_exception, str(error)) == ("it failed", cause, "it failed")
     assert RPCError("alone").sub_exception is None
+
+
+@pytest.mark.parametrize("has_requests", [True, False])
+def test_the_fetchers_send_the_clients_token_to_a_luigid_that_requires_one(has_requests):
+    with serving_in_thread(Scheduler(), ServerSettings(auth_token="s3cret")) as server:
+        url = f"http://127.0.0.1:{server.bound_port()}/"
+        with mock.patch("luigi.rpc.HAS_REQUESTS", has_requests):
+            client = new_client(url, auth_token="s3cret")
+            anonymous = new_client(url, auth_token=None)
+        anonymous._rpc_retry_attempts = 1
+        with mock.patch.object(RemoteScheduler, "_fetch", autospec=True, side_effect=RemoteScheduler._fetch):
+            client.add_task(task_id="Tokened(x=1)", worker=WORKER)
+            assert "Tokened(x=1)" in client.task_list(status="PENDING")
+            with pytest.raises(RPCError, match="Errors \\(1 attempts\\)") as refused:
+                anonymous.ping(worker=WORKER)
+        assert "401" in str(refused.value.sub_exception)
+        client.close()
+        anonymous.close()
