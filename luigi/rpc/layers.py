@@ -50,10 +50,10 @@ class LuigiLayers:
     @functools.cached_property
     def _fetcher(self) -> fetchers.Fetcher:
         """Luigi's fetcher, made when first needed (building a requests session is not free)."""
-        fetcher = self._fetcher_class()
+        fetcher: fetchers.Fetcher = self._fetcher_class()
         fetchers.add_headers(fetcher, self._fetcher_headers)
         self._made_fetcher = fetcher
-        return fetcher  # type: ignore[no-any-return]
+        return fetcher
 
     # -- the three layers -----------------------------------------------------------------------------
 
