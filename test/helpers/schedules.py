@@ -42,6 +42,15 @@ PIPELINE = textwrap.dedent(
             while not os.path.exists(release) and time.monotonic() < deadline:
                 time.sleep(0.02)
             print("released", self.stamp, flush=True)
+
+
+    class Fail(luigi.Task):
+        """Fails: luigi exits with [retcode] task_failed."""
+
+        stamp = luigi.Parameter()
+
+        def run(self):
+            raise RuntimeError(f"no data for {self.stamp}")
     '''
 )
 
@@ -53,10 +62,19 @@ def schedule_config(workdir: Path, *sections: str, extra: str = "") -> str:
     return extra + "\n".join(f"{section.strip()}\n{common}" for section in sections)
 
 
+STAMP = "{scheduled_time:%Y%m%dT%H%M%S}"
+
+
 def every(name: str, period: str, task: str = "Stamp", more: str = "") -> str:
     """A ``[schedule:name]`` section running ``task`` with the slot as its stamp."""
-    command = f"--module sched_pipeline {task} --stamp {{scheduled_time:%Y%m%dT%H%M%S}}"
+    command = f"--module sched_pipeline {task} --stamp {STAMP}"
     return f"[schedule:{name}]\nevery = {period}\ncommand = {command}\n{more}"
+
+
+def cron(name: str, expression: str, task: str = "Stamp", stamp: str = STAMP, more: str = "") -> str:
+    """A ``[schedule:name]`` section with a cron cadence."""
+    command = f"--module sched_pipeline {task} --stamp {stamp}"
+    return f"[schedule:{name}]\ncron = {expression}\ncommand = {command}\n{more}"
 
 
 def schedules(probe: HttpProbe) -> dict[str, Any]:
