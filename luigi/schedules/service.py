@@ -199,7 +199,10 @@ class ScheduleService:
             self._wake.clear()
             now = self._clock()
             for schedule in self._schedules.values():
-                self._step(schedule, now)
+                try:
+                    self._step(schedule, now)
+                except Exception:  # a bug in one schedule must not stop the others' timing; logged
+                    logger.exception("Schedule %s: deciding what is due failed", schedule.spec.name)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._nap(self._clock()))
 
@@ -359,7 +362,7 @@ class ScheduleService:
 
     def _set_paused(self, name: str, paused: bool) -> dict[str, Any]:
         schedule = self._lookup(name)
-        if paused and not schedule.paused:
+        if paused and not schedule.paused and self._loop is not None:
             # From now on: slots already due are still decided as they would have been.
             self._step(schedule, self._clock())
         self.store.set_paused(name, paused)

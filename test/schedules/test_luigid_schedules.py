@@ -96,8 +96,10 @@ def test_after_kill_9_and_a_restart_no_slot_ran_twice(tmp_path):
     assert [stamp for stamp, n in Counter(stamps).items() if n > 1] == []
     slots = [run["slot"] for run in entries if run["slot"] is not None]
     assert len(slots) == len(set(slots))
-    # A run the kill interrupted is recorded as lost, never run again; missed slots are one "missed" row.
-    assert {run["outcome"] for run in entries} <= {"ended", "lost", "missed", "running", "starting"}
+    # A run the kill interrupted is recorded as lost, never run again; missed slots are one "missed" row
+    # (and on a busy machine a run may outlast 2 s, so its next slot is skipped).
+    seen = {run["outcome"] for run in entries}
+    assert seen <= {"ended", "lost", "missed", "skipped", "running", "starting"}
 
 
 def test_with_catchup_the_slots_missed_while_down_run_oldest_first_once_each(tmp_path):

@@ -1,8 +1,8 @@
 """The Schedules tab in a real headless Chromium against a real ``luigid`` running real schedules.
 
-The luigid runs four schedules: ``tick`` (every 2 s), ``hold`` (a run that keeps going, so later slots
-are skipped), ``failing`` (cron, started once by hand; its task fails with a script payload in its
-message) and ``nightly`` (cron in Europe/Berlin, never due during the test). Every test compares what the
+The luigid runs four schedules: ``nightly`` (cron in Europe/Berlin, never due during the test),
+``failing`` (cron, started once by hand; its task fails with a script payload in its message), ``tick``
+(every 2 s) and ``hold`` (a run that keeps going, so later slots are skipped). Every test compares what the
 page shows, or what its buttons did, with the JSON API.
 """
 
@@ -32,8 +32,8 @@ def site_config(workdir: Path) -> str:
         workdir,
         cron("nightly", "0 6 * * *", more="timezone = Europe/Berlin\n"),
         cron("failing", "0 4 1 1 *", task="Fail", stamp=f'"{PAYLOAD}"', more="catchup = true\n"),
-        every("hold", "3s", task="Hold"),
         every("tick", "2s"),
+        every("hold", "3s", task="Hold"),
         extra="[retcode]\ntask_failed = 30\n\n",
     )
 
