@@ -100,3 +100,22 @@ def test_a_bad_section_is_one_line_naming_the_section_and_the_key(tmp_path, sect
     assert message.startswith(f"[{section_name}] {key}: ")
     assert words in message
     assert "\n" not in message
+
+
+def test_a_toml_config_may_give_env_as_a_table(tmp_path):
+    from luigi.configuration import LuigiTomlParser
+
+    path = tmp_path / "luigid.toml"
+    path.write_text(
+        '["schedule:hourly"]\nevery = "1h"\ncommand = "--module m T"\ncatchup = true\n'
+        'env = { PYTHONPATH = "/srv" }\n'
+    )
+    parser = LuigiTomlParser()
+    parser.read([str(path)])
+    (spec,) = read_schedules(parser)
+    assert (spec.name, spec.cadence, spec.catchup, dict(spec.env)) == (
+        "hourly",
+        EveryCadence(3600.0, "1h"),
+        True,
+        {"PYTHONPATH": "/srv"},
+    )
