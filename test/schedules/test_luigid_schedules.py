@@ -200,3 +200,14 @@ def test_a_bad_section_stops_luigid_at_start_with_one_line_and_status_1(tmp_path
     assert "Traceback" not in finished.stderr
     assert not state.parent.exists()  # nothing was started or created: not even the good schedule
     assert not os.path.exists(tmp_path / "state.schedules")
+
+
+def test_on_a_unix_socket_the_runs_reach_luigid_through_the_socket(tmp_path):
+    config = schedule_config(tmp_path, every("tick", "2s"))
+    with running_luigid(tmp_path, config=config, unix_socket=str(tmp_path / "luigid.sock")) as luigid:
+        probe = luigid.probe()
+        done = wait_until(lambda: ended(runs(probe, "tick")), RUN_TIMEOUT)
+        assert done[0]["exit_code"] == 0
+        tasks = probe.call("task_list", {"status": "DONE"}, verb="GET").json()["response"]
+        assert {task["name"] for task in tasks.values()} == {"Stamp"}  # the run's worker reported to luigid
+    assert "--scheduler-url', 'http+unix://" in luigid.logs()
