@@ -21,6 +21,7 @@ from luigi.scheduler.rules.intake import ReportIntake, TaskReport, unbatched_par
 from luigi.scheduler.rules.pruning import prune as prune_state
 from luigi.scheduler.rules.resources import check_resource_amounts
 from luigi.scheduler.rules.transitions import Notifier, StatusRules
+from luigi.scheduler.schedules import NoSchedules, ScheduleDesk
 from luigi.scheduler.settings import SchedulerConfig
 from luigi.scheduler.store.base import NullStore, StateStore
 from luigi.scheduler.store.task_logs import TaskLogStore
@@ -53,6 +54,7 @@ class Scheduler:
         notifier: ``notifier(subject, message, owners)`` when a task is disabled for failing too often.
         batch_notifier: collects failures for batched e-mails when ``batch_emails`` is on.
         store: where the state survives restarts (``luigid``: a ``SqlStore``); default: nowhere.
+        schedules: the schedules ``luigid`` runs (``luigi.schedules``); default: none.
         overrides: option values that win over the config (e.g. ``prune_on_get_work=True``).
     """
 
@@ -66,6 +68,7 @@ class Scheduler:
         batch_notifier: FailureBatcher | None = None,
         store: StateStore | None = None,
         task_logs: TaskLogStore | None = None,
+        schedules: ScheduleDesk | None = None,
         **overrides: Any,
     ) -> None:
         task_history = overrides.pop("task_history_impl", None) or task_history  # Luigi's keyword
@@ -87,6 +90,7 @@ class Scheduler:
         self._logs_expired_at = 0.0
         if self._store.tracks_changes:
             self._state.changes = ChangeSet()
+        self._schedules: ScheduleDesk = schedules if schedules is not None else NoSchedules()
 
     # The visualiser's views, made at their first use: a pipeline run without a visualiser needs none.
     @functools.cached_property
@@ -558,6 +562,28 @@ class Scheduler:
     def unpause(self) -> None:
         """Hand out work again."""
         self._state.set_paused(False)
+
+    # -- schedules luigid runs (ours, not Luigi's: luigi.schedules) ---------------------------------------
+
+    def schedule_list(self) -> list[dict[str, Any]]:
+        """Each schedule with its next due time, paused flag and last runs (none in-process)."""
+        return self._schedules.schedule_list()
+
+    def schedule_log(self, name: str, run: int) -> dict[str, Any]:
+        """The output of one run of a schedule."""
+        return self._schedules.schedule_log(name, run)
+
+    def schedule_pause(self, name: str) -> dict[str, Any]:
+        """Let a schedule's slots pass unrun until it is resumed."""
+        return self._schedules.schedule_pause(name)
+
+    def schedule_resume(self, name: str) -> dict[str, Any]:
+        """Run a paused schedule's slots again, from its next one."""
+        return self._schedules.schedule_resume(name)
+
+    def schedule_trigger(self, name: str) -> dict[str, Any]:
+        """Start a run of a schedule now."""
+        return self._schedules.schedule_trigger(name)
 
     def prune(self) -> None:
         """Apply what is due: worker disconnects, failed runs, retries, re-enables and removals (f.5)."""
