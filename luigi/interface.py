@@ -15,6 +15,11 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+# As in Luigi, the scheduler and the worker are loaded with the interface, so that ``import luigi``
+# registers their Config classes (``--scheduler-*``, ``--worker-*``, ``--email-*`` flags) before any
+# command line is parsed; the scheduler first, then the worker: ``--help-all`` lists them in that order.
+import luigi.scheduler  # noqa: F401
+import luigi.worker  # noqa: F401
 from luigi import lock, parameter
 from luigi.cmdline_parser import CmdlineParser
 from luigi.execution_summary import LuigiRunResult
