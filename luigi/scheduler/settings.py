@@ -149,8 +149,12 @@ def _read_option(parser: Any, name: str, kind: str) -> tuple[bool, Any]:
     if parser.has_option("scheduler", name):
         return True, _typed_get(parser, name, kind)
     legacy = _LEGACY_NAMES.get(name)
-    if legacy is None or not parser.has_option("scheduler", legacy):
+    if legacy is None:
         return False, None
+    with warnings.catch_warnings():  # the parser would suggest the underscore spelling of the old name
+        warnings.simplefilter("ignore", DeprecationWarning)
+        if not parser.has_option("scheduler", legacy):
+            return False, None
     warnings.warn(
         f"Config option [scheduler] {legacy} is deprecated; write it as {name}",
         DeprecationWarning,
