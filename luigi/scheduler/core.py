@@ -74,7 +74,7 @@ class Scheduler:
         task_history = task_history_impl if task_history_impl is not None else task_history
         if resources is not None:
             overrides["resources"] = resources
-        config = _settings(config, overrides)
+        config = SchedulerConfig.resolve(config, **overrides)
         self._config = config
         self._clock: Clock = clock or system_time
         self._state = SchedulerState(config, self._clock)
@@ -576,20 +576,6 @@ def _over_the_limit(
     if limit and count > cap:
         return {"num_tasks": -1 if upstream_status else count}
     return None
-
-
-def _settings(config: SchedulerConfig | Config | None, overrides: dict[str, Any]) -> SchedulerConfig:
-    """The settings from what ``Scheduler()`` was given: nothing, ours, or Luigi's ``scheduler`` Config."""
-    if config is None:
-        return SchedulerConfig.from_config(**overrides)
-    if isinstance(config, SchedulerConfig):
-        return config.with_overrides(**overrides) if overrides else config
-    if isinstance(config, Config):
-        return SchedulerConfig.from_section(config, **overrides)
-    raise TypeError(
-        "Scheduler config must be a SchedulerConfig or a luigi.scheduler.scheduler() instance, "
-        f"got {config!r}"
-    )
 
 
 def _info_dict(worker: str, info: Any) -> dict[str, Any]:

@@ -109,6 +109,20 @@ class SchedulerConfig:
         return cls(**values)
 
     @classmethod
+    def resolve(cls, config: SchedulerConfig | Config | None, **overrides: Any) -> SchedulerConfig:
+        """The settings from what ``Scheduler()`` got: nothing, ours, or Luigi's ``scheduler`` Config."""
+        if config is None:
+            return cls.from_config(**overrides)
+        if isinstance(config, SchedulerConfig):
+            return config.with_overrides(**overrides) if overrides else config
+        if isinstance(config, Config):
+            return cls.from_section(config, **overrides)
+        raise TypeError(
+            "Scheduler config must be a SchedulerConfig or a luigi.scheduler.scheduler() instance, "
+            f"got {config!r}"
+        )
+
+    @classmethod
     def from_section(cls, section: Config, **overrides: Any) -> SchedulerConfig:
         """The settings of a ``scheduler`` Config instance (what Luigi's ``Scheduler(config=...)`` takes)."""
         _check_overrides(overrides)
