@@ -8,13 +8,15 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+# As in Luigi, loading the command registers ``[retcode]``, so ``--retcode-*`` flags exist for ``luigi``
+# and ``python -m luigi`` (and not for scripts calling ``luigi.run()``).
+from luigi.retcodes import run_with_retcodes
+
 __all__ = ["luigi_run", "luigid"]
 
 
 def luigi_run(argv: Sequence[str] | None = None) -> NoReturn:
     """``luigi [--module m] Task [--param v ...]``: run the task and exit with the ``[retcode]`` code."""
-    from luigi.retcodes import run_with_retcodes
-
     run_with_retcodes(sys.argv[1:] if argv is None else argv)
 
 

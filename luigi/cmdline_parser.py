@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from luigi.parameter import Parameter, ParameterException
-from luigi.task_register import Register, TaskClassException
+from luigi.task_register import Register, TaskClassException, TaskClassNotFoundException
 
 logger = logging.getLogger("luigi-interface")
 
@@ -39,6 +39,10 @@ _FALLBACK_FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 
 class InvalidParameterValueException(ParameterException, ValueError):
     """A command-line value that its parameter cannot parse; the message is one line naming the flag."""
+
+
+class UnknownTaskValueException(InvalidParameterValueException, TaskClassNotFoundException):
+    """A task-valued flag names no registered task: also the ``TaskClassNotFoundException`` Luigi raises."""
 
 
 @dataclass(frozen=True)
@@ -129,7 +133,10 @@ class _FlagSet:
     """An argparse parser plus the record of which flag belongs to which parameter."""
 
     def __init__(self) -> None:
-        self.parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)  # no --n for --no-lock
+        # Unique prefixes abbreviate flags, as in Luigi: ``--local`` is ``--local-scheduler``. The early
+        # passes (finding ``--module`` and the task) also see a root-task flag as a prefix of the flags
+        # known so far, so ``--b 4`` exits 2 with "ambiguous option" when several flags start with it.
+        self.parser = argparse.ArgumentParser(add_help=False, allow_abbrev=True)
         self.parser.add_argument(
             "root_task", nargs="?", help="Task family to run. Is not optional.", metavar="Required root task"
         )
@@ -202,7 +209,11 @@ def _parse_flag_value(flag: _Flag, raw: Any) -> Any:
     except (ValueError, TypeError, TaskClassException) as exc:
         detail = str(exc) or type(exc).__name__
         value_part = "" if str(raw) in detail else f" {raw!r}"
-        raise InvalidParameterValueException(
+        not_found = isinstance(exc, TaskClassNotFoundException) or isinstance(
+            exc.__cause__, TaskClassNotFoundException
+        )
+        error = UnknownTaskValueException if not_found else InvalidParameterValueException
+        raise error(
             f"Invalid value{value_part} for {flag.option} (parameter '{flag.param_name}' of {flag.family}): "
             f"{detail}"
         ) from exc

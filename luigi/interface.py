@@ -15,7 +15,12 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from luigi import lock, parameter
+# As in Luigi, the scheduler and the worker are loaded with the interface, so that ``import luigi``
+# registers their Config classes (``--scheduler-*``, ``--worker-*``, ``--email-*`` flags) before any
+# command line is parsed; the scheduler first, then the worker: ``--help-all`` lists them in that order.
+# ``luigi.interface.scheduler``/``.worker``/``.rpc`` are those modules, as in Luigi (patching their names
+# reaches the factory below, which looks them up at each call).
+from luigi import lock, parameter, rpc, scheduler, worker
 from luigi.cmdline_parser import CmdlineParser
 from luigi.execution_summary import LuigiRunResult
 from luigi.setup_logging import InterfaceLogging
@@ -143,21 +148,15 @@ class _WorkerSchedulerFactory:
     """Makes the schedulers and the worker; pass your own to ``build``/``run`` to change either."""
 
     def create_local_scheduler(self) -> Scheduler:
-        from luigi.scheduler import Scheduler
-
-        return Scheduler(prune_on_get_work=True, record_task_history=False)
+        return scheduler.Scheduler(prune_on_get_work=True, record_task_history=False)
 
     def create_remote_scheduler(self, url: str) -> RemoteScheduler:
-        from luigi.rpc import RemoteScheduler  # imported lazily: only remote runs need the HTTP client
-
-        return RemoteScheduler(url)
+        return rpc.RemoteScheduler(url)
 
     def create_worker(
         self, scheduler: SchedulerAPI, worker_processes: int, assistant: bool = False
     ) -> Worker:
-        from luigi.worker import Worker
-
-        return Worker(scheduler=scheduler, worker_processes=worker_processes, assistant=assistant)
+        return worker.Worker(scheduler=scheduler, worker_processes=worker_processes, assistant=assistant)
 
 
 def _scheduler_url(env_params: core) -> str:
@@ -182,24 +181,24 @@ def _schedule_and_run(
     ):
         raise PidLockAlreadyTakenExit()
     if env_params.local_scheduler:
-        scheduler = worker_scheduler_factory.create_local_scheduler()
+        chosen = worker_scheduler_factory.create_local_scheduler()
     else:
-        scheduler = worker_scheduler_factory.create_remote_scheduler(url=_scheduler_url(env_params))
-    worker = worker_scheduler_factory.create_worker(
-        scheduler=scheduler, worker_processes=env_params.workers, assistant=env_params.assistant
+        chosen = worker_scheduler_factory.create_remote_scheduler(url=_scheduler_url(env_params))
+    runner = worker_scheduler_factory.create_worker(
+        scheduler=chosen, worker_processes=env_params.workers, assistant=env_params.assistant
     )
     success = True
-    with worker:
+    with runner:
         for task in tasks:
-            success &= worker.add(
+            success &= runner.add(
                 task, env_params.parallel_scheduling, env_params.parallel_scheduling_processes
             )
         logger.info("Done scheduling tasks")
-        success &= worker.run()
-    result = LuigiRunResult(worker, success)
+        success &= runner.run()
+    result = LuigiRunResult(runner, success)
     logger.info(result.summary_text)
-    if hasattr(scheduler, "close"):  # a factory of the user's may give one without it, as Luigi allowed
-        scheduler.close()
+    if hasattr(chosen, "close"):  # a factory of the user's may give one without it, as Luigi allowed
+        chosen.close()
     return result
 
 

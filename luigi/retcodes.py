@@ -55,45 +55,33 @@ def run_with_retcodes(argv: Sequence[str]) -> NoReturn:
     from luigi import interface
     from luigi.cmdline_parser import CmdlineParser
 
-    _register_config_flags()
     argv = list(argv)
     codes = _read_retcodes(argv)
     try:
         worker = interface._run(argv).worker
     except interface.PidLockAlreadyTakenExit:
         sys.exit(codes.already_running)
-    except _user_errors() as exc:
-        _report_user_error(exc)
-        sys.exit(codes.unhandled_exception)
-    except Exception as exc:  # anything else is a bug somewhere: log it readably, exit with its own code
+    except Exception as exc:  # e.g. the root task cannot be built: logged as Luigi does, in one line
         _log_unhandled(exc, argv)
         sys.exit(codes.unhandled_exception)
     with CmdlineParser.global_instance(argv):  # tasks' requires() may read --Family-param values
         sys.exit(_exit_code_for(worker, codes))
 
 
-def _register_config_flags() -> None:
-    """Import the modules whose Config classes make global flags, before the command line is parsed.
-
-    ``--workers``, ``--worker-keep-alive``, ``--email-force-send`` and friends exist only once their
-    classes are registered.
-    """
-    import luigi.interface
-    import luigi.notifications
-    import luigi.worker  # noqa: F401
-
-
 def _read_retcodes(argv: list[str]) -> Any:
     """The ``[retcode]`` values, honouring ``--retcode-*`` flags; a bad command line is reported and ends us.
 
-    The command line is parsed here first, so mistakes in it (unknown task, bad flag value, a misspelt
-    ``--module``) are reported before anything runs.
+    The command line is parsed here first, so mistakes in it (unknown task, a misspelt ``--module``) are
+    reported before anything runs. A value that does not parse is what Luigi finds building the task:
+    logged as an uncaught exception, like the other failures to build it.
     """
-    from luigi.cmdline_parser import CmdlineParser
+    from luigi.cmdline_parser import CmdlineParser, InvalidParameterValueException
 
     try:
         with CmdlineParser.global_instance(argv):
             return retcode()
+    except InvalidParameterValueException as exc:
+        _log_unhandled(exc, None)
     except _user_errors() as exc:
         _report_user_error(exc)
     except ModuleNotFoundError as exc:
@@ -153,7 +141,10 @@ def _report_user_error(exc: BaseException) -> None:
 
 
 def _log_unhandled(exc: BaseException, argv: list[str] | None) -> None:
-    """Set up logging if the failure came before it was, then log one line plus the traceback at debug."""
+    """Set up logging if the failure came before it was, then log "Uncaught exception in luigi" in one line.
+
+    The traceback follows at debug level, except for a bad parameter or config value (it says it all).
+    """
     from luigi.setup_logging import InterfaceLogging
 
     options = _core_options(argv)
@@ -162,7 +153,8 @@ def _log_unhandled(exc: BaseException, argv: list[str] | None) -> None:
     else:
         InterfaceLogging.setup(options)
     logger.error("Uncaught exception in luigi: %s: %s", type(exc).__name__, _one_line(exc))
-    logger.debug("Traceback of the uncaught exception:", exc_info=exc)
+    if not isinstance(exc, _user_errors()):
+        logger.debug("Traceback of the uncaught exception:", exc_info=exc)
 
 
 def _core_options(argv: list[str] | None) -> Any:

@@ -70,7 +70,9 @@ class RpcMethod:
     allow_null: bool = True
     var_keyword: str | None = None  # a ``**name`` catch-all: extra arguments of ``var_keyword_kind``
     var_keyword_kind: str = "any"
-    lenient: bool = False  # unknown arguments (from older or newer clients) are dropped, not refused
+    # Unknown arguments (from older or newer clients) are dropped, not refused: the methods Luigi declares
+    # with ``**kwargs`` (LUIGI_COMPAT j.2), whose Scheduler methods take and ignore them too.
+    lenient: bool = False
 
     @cached_property
     def parameter_names(self) -> tuple[str, ...]:
@@ -213,9 +215,11 @@ _METHODS: tuple[RpcMethod, ...] = (
         lenient=True,
     ),
     RpcMethod("count_pending", (_WORKER,), mutating=False),
-    RpcMethod("graph", (), mutating=False),
-    RpcMethod("dep_graph", (_TASK_ID, _param("include_done", "bool", True)), mutating=False),
-    RpcMethod("inverse_dep_graph", (_TASK_ID, _param("include_done", "bool", True)), mutating=False),
+    RpcMethod("graph", (), mutating=False, lenient=True),
+    RpcMethod("dep_graph", (_TASK_ID, _param("include_done", "bool", True)), mutating=False, lenient=True),
+    RpcMethod(
+        "inverse_dep_graph", (_TASK_ID, _param("include_done", "bool", True)), mutating=False, lenient=True
+    ),
     RpcMethod(
         "task_list",
         (
@@ -228,7 +232,7 @@ _METHODS: tuple[RpcMethod, ...] = (
         mutating=False,
         lenient=True,
     ),
-    RpcMethod("worker_list", (_param("include_running", "bool", True),), mutating=False),
+    RpcMethod("worker_list", (_param("include_running", "bool", True),), mutating=False, lenient=True),
     RpcMethod("resource_list", (), mutating=False),
     RpcMethod("task_search", (_param("task_str", "str"),), mutating=False, lenient=True),
     RpcMethod("fetch_error", (_TASK_ID,), mutating=False, lenient=True),
@@ -321,6 +325,7 @@ _METHODS: tuple[RpcMethod, ...] = (
             _WORKER,
         ),
         mutating=True,
+        lenient=True,
     ),
     RpcMethod("has_task_history", (), mutating=False),
     RpcMethod("is_pause_enabled", (), mutating=False),

@@ -10,3 +10,7 @@ UNKNOWN = "UNKNOWN"
 DISABLED = "DISABLED"
 
 ALL_STATUSES = (PENDING, FAILED, DONE, RUNNING, BATCH_RUNNING, SUSPENDED, UNKNOWN, DISABLED)
+
+# A worker's state as ``get_work`` reports it (``worker_state``); Luigi names them in ``luigi.scheduler``.
+WORKER_STATE_ACTIVE = "active"
+WORKER_STATE_DISABLED = "disabled"

@@ -193,11 +193,18 @@ def _wait_for(path: Path, process: subprocess.Popen, timeout: float = 60.0) -> N
     ("args", "expected"),
     [
         (["Helo"], "luigi: error: No task Helo. Did you mean: Hello"),
+        # Luigi finds these building the root task and logs them as uncaught, exiting 4; so do we, but in
+        # one line without the traceback.
         (
             ["Numbered", "--n", "x"],
-            "luigi: error: Invalid value for --n (parameter 'n' of Numbered): 'x' is not a valid integer",
+            "ERROR: Uncaught exception in luigi: InvalidParameterValueException: Invalid value for --n "
+            "(parameter 'n' of Numbered): 'x' is not a valid integer",
         ),
-        (["Numbered"], "luigi: error: Numbered[args=(), kwargs={}]: requires the 'n' parameter to be set"),
+        (
+            ["Numbered"],
+            "ERROR: Uncaught exception in luigi: MissingParameterException: Numbered[args=(), kwargs={}]: "
+            "requires the 'n' parameter to be set",
+        ),
     ],
 )
 def test_user_errors_print_one_line_without_traceback(project, args, expected):

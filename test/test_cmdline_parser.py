@@ -283,7 +283,7 @@ def test_a_root_parameter_clashing_with_an_unprefixed_flag_keeps_its_prefixed_fl
         assert parser.get_task_obj().workers_hint == 7
 
 
-def test_an_abbreviated_flag_is_not_taken_for_a_longer_one():
+def test_a_unique_prefix_abbreviates_a_flag_as_in_luigi():
     class Plain(Task):
         pass
 
@@ -291,6 +291,24 @@ def test_an_abbreviated_flag_is_not_taken_for_a_longer_one():
         zeta_flag_long = p.BoolParameter()
         use_cmdline_section = False
 
+    with CmdlineParser.global_instance(["Plain", "--zeta-flag"]):
+        assert Settings().zeta_flag_long is True
+
+
+def test_a_root_task_flag_prefixing_several_known_flags_is_ambiguous_as_in_luigi(capsys):
+    class Short(Task):
+        b = p.IntParameter()
+
     with pytest.raises(SystemExit) as exit_info:
-        build(["Plain", "--zeta-flag"])
+        build(["Short", "--b", "4"])
     assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "ambiguous option: --b could match --batch-email-email-interval, --batch-email-batch-mode" in err
+
+
+def test_an_exact_root_task_flag_wins_over_longer_flags_it_prefixes():
+    class Exact(Task):
+        no = p.IntParameter()
+
+    with CmdlineParser.global_instance(["Exact", "--no", "3"]) as parser:
+        assert parser.get_task_obj().no == 3

@@ -160,7 +160,8 @@ def test_underscore_key_is_read_without_warning(workdir: Path) -> None:
 def test_dashed_key_works_but_warns(workdir: Path) -> None:
     write(workdir / "luigi.cfg", "[core]\nscheduler-host = b\n")
     config = get_config()
-    assert config.has_option("core", "scheduler_host")
+    with pytest.warns(DeprecationWarning, match=r"\[core\] scheduler-host.*scheduler_host"):
+        assert config.has_option("core", "scheduler_host")
     with pytest.warns(DeprecationWarning, match=r"\[core\] scheduler-host.*scheduler_host"):
         assert config.get("core", "scheduler_host") == "b"
 

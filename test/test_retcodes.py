@@ -215,18 +215,26 @@ def test_unknown_task_family_is_one_line_with_a_suggestion(pipeline, capsys):
     assert "Did you mean: Numbered" in line
 
 
-def test_bad_parameter_value_is_one_line_naming_flag_and_value(pipeline, capsys):
-    assert run_task(pipeline, "Numbered", "--n", "abc") == 4
-    line = _one_error_line(capsys)
-    assert line.startswith("luigi: error: ")
+def _errors_logged(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+
+
+def test_bad_parameter_value_is_logged_as_uncaught_in_one_line_naming_flag_and_value(pipeline, caplog):
+    with caplog.at_level(logging.DEBUG, logger="luigi-interface"):
+        assert run_task(pipeline, "Numbered", "--n", "abc") == 4
+    [line] = _errors_logged(caplog)
+    assert line.startswith("Uncaught exception in luigi: InvalidParameterValueException: ")
     assert "--n" in line and "'abc'" in line
+    assert not any(r.exc_info for r in caplog.records)  # the message says it all: no traceback
 
 
-def test_missing_parameter_is_one_line_naming_it(pipeline, capsys):
-    assert run_task(pipeline, "Numbered") == 4
-    line = _one_error_line(capsys)
-    assert line.startswith("luigi: error: ")
-    assert "'n'" in line and "Numbered" in line
+def test_missing_root_parameter_is_logged_as_uncaught_as_in_luigi(pipeline, caplog):
+    with caplog.at_level(logging.DEBUG, logger="luigi-interface"):
+        assert run_task(pipeline, "Numbered") == 4
+    assert _errors_logged(caplog) == [
+        "Uncaught exception in luigi: MissingParameterException: "
+        "Numbered[args=(), kwargs={}]: requires the 'n' parameter to be set"
+    ]
 
 
 def test_no_task_specified_exits_with_that_message(pipeline):

@@ -22,9 +22,16 @@ SEAM = sorted(
 
 
 def parameters(function: object) -> list[tuple[str, object]]:
-    """(name, default) of each parameter but ``self``; a required one's default is ``empty``."""
+    """(name, default) of each named parameter but ``self``; a required one's default is ``empty``.
+
+    A ``**kwargs`` is left out: the methods Luigi declares with it take and ignore unknown keywords.
+    """
     signature = inspect.signature(function)  # type: ignore[arg-type]
-    return [(p.name, p.default) for p in signature.parameters.values() if p.name != "self"]
+    return [
+        (p.name, p.default)
+        for p in signature.parameters.values()
+        if p.name != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD
+    ]
 
 
 def test_the_seam_is_the_rpc_methods_a_worker_calls_plus_flush_and_close():

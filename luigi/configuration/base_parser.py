@@ -225,21 +225,32 @@ class BaseParser:
             except NoOptionError:
                 continue
             if spelling != spellings[0]:
-                warnings.warn(
-                    f"Config option [{section}] {spelling} is written with dashes, which is deprecated; "
-                    f"write it as {spellings[0]}",
-                    DeprecationWarning,
-                    stacklevel=4,
-                )
+                _warn_dashed(section, spelling, spellings[0], stacklevel=5)
             return value
         raise self._no_option_error(spellings[0], section)
 
     def has_option(self, section: str, option: str) -> bool:
-        """True when ``[section]`` has the option in its underscore or dash spelling."""
-        return any(self._has_exact_option(section, spelling) for spelling in _spellings(option))
+        """True when ``[section]`` has the option in its underscore or (warning) dash spelling."""
+        spellings = _spellings(option)
+        if self._has_exact_option(section, spellings[0]):
+            return True
+        if len(spellings) > 1 and self._has_exact_option(section, spellings[1]):
+            _warn_dashed(section, spellings[1], spellings[0], stacklevel=3)
+            return True
+        return False
 
     def _has_exact_option(self, section: str, option: str) -> bool:
         raise NotImplementedError
+
+
+def _warn_dashed(section: str, dashed: str, underscored: str, stacklevel: int) -> None:
+    """Luigi's DeprecationWarning for a key read in its dash spelling."""
+    warnings.warn(
+        f"Configuration [{section}] {dashed} (with dashes) should be avoided. "
+        f"Please use underscores: {underscored}.",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
 
 
 def _check_default_type(default: Any, expected: tuple[type, ...] | None, section: str, option: str) -> None:

@@ -7,7 +7,7 @@ import warnings
 
 from luigi.configuration.base_parser import ConfigError
 from luigi.configuration.cfg_parser import LuigiConfigParser
-from luigi.configuration.toml_parser import MISSING_TOML_MESSAGE, LuigiTomlParser
+from luigi.configuration.toml_parser import MISSING_TOML_MESSAGE, LuigiTomlParser, ParserNotInstalledError
 
 # Parser by file extension; also the accepted values of LUIGI_CONFIG_PARSER.
 PARSERS: dict[str, type[LuigiConfigParser] | type[LuigiTomlParser]] = {
@@ -39,7 +39,7 @@ def get_config(parser: str | None = None) -> LuigiConfigParser | LuigiTomlParser
         raise ConfigError(f"Unknown config parser {name!r}: expected one of {', '.join(PARSERS)}")
     parser_class = PARSERS[name]
     if not parser_class.enabled:
-        raise ConfigError(MISSING_TOML_MESSAGE)
+        raise ParserNotInstalledError(MISSING_TOML_MESSAGE)
     return parser_class.instance()
 
 
@@ -47,6 +47,8 @@ def add_config_path(path: str | os.PathLike[str]) -> bool:
     """Add a config file, with the parser its extension names; warns and returns False if it is missing.
 
     A file for a parser other than the active one is kept for that parser, with a warning that it is unused.
+    A TOML file while ``LuigiTomlParser.enabled`` is false raises ``ParserNotInstalledError`` (an
+    ImportError, as in Luigi).
     """
     path = os.fspath(path)
     if not os.path.lexists(path):
@@ -57,8 +59,7 @@ def add_config_path(path: str | os.PathLike[str]) -> bool:
     name = extension if extension in PARSERS else active
     parser_class = PARSERS[name]
     if not parser_class.enabled:
-        warnings.warn(f"Config file {path} is ignored: {MISSING_TOML_MESSAGE}", stacklevel=2)
-        return False
+        raise ParserNotInstalledError(MISSING_TOML_MESSAGE, path)
     if parser_class is not PARSERS[active]:
         warnings.warn(
             f"Config file {path} is for the {name} parser but the active parser is {active} "
@@ -70,10 +71,17 @@ def add_config_path(path: str | os.PathLike[str]) -> bool:
 
 
 def add_env_config_path() -> None:
-    """Add the file named by ``LUIGI_CONFIG_PATH``, if set (done at import and by ``reset_for_tests``)."""
+    """Add the file named by ``LUIGI_CONFIG_PATH``, if set (done at import and by ``reset_for_tests``).
+
+    A TOML file that cannot be read for want of a parser is ignored with a warning: ``import luigi``
+    must not fail over it.
+    """
     path = os.environ.get("LUIGI_CONFIG_PATH")
     if path:
-        add_config_path(path)
+        try:
+            add_config_path(path)
+        except ParserNotInstalledError as exc:
+            warnings.warn(f"Config file {path} is ignored: {exc}", stacklevel=2)
 
 
 def reset_for_tests() -> None:

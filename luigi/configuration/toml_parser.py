@@ -37,9 +37,14 @@ def _load_toml_module() -> ModuleType | None:
 
 _toml_lib = _load_toml_module()
 
+# Luigi's words (users' tests match them); the ``toml`` extra installs ``tomli`` where Python lacks tomllib.
 MISSING_TOML_MESSAGE = (
-    "TOML configuration needs Python 3.11+ (tomllib) or the 'tomli' package: pip install tomli"
+    "Parser not installed yet. Please, install luigi with required parser:\npip install luigi[toml]"
 )
+
+
+class ParserNotInstalledError(ConfigError, ImportError):
+    """TOML configuration was asked for while ``LuigiTomlParser.enabled`` is false (no tomllib or tomli)."""
 
 
 class TomlNoSectionError(NoSectionError, KeyError):
@@ -66,7 +71,7 @@ class LuigiTomlParser(BaseParser):
     def read(self, filenames: ConfigPaths) -> list[str]:
         """Merge the existing files among ``filenames`` in order; a malformed one raises ConfigError."""
         if not self.enabled or _toml_lib is None:
-            raise ConfigError(MISSING_TOML_MESSAGE)
+            raise ParserNotInstalledError(MISSING_TOML_MESSAGE)
         loaded = []
         for path, text in existing_config_texts(filenames):
             _merge(self.data, _parse_toml(text, path))

@@ -1,8 +1,35 @@
 """What the scheduler's state store and the task history share: the storage error, SQLite engines set up
-alike, and one runner of numbered schema migrations. Neither side imports the other."""
+alike, and one runner of numbered schema migrations. Neither side imports the other.
+
+Only ``StorageError`` is imported eagerly: the rest needs SQLAlchemy, which ``import luigi`` (through the
+scheduler's store interface) must not pay for until a database is actually opened.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from luigi.database.errors import StorageError
-from luigi.database.migrations import Migration, run_migrations
-from luigi.database.sqlite import SQLITE_BUSY_TIMEOUT_MS, sqlite_engine
+
+if TYPE_CHECKING:
+    from luigi.database.migrations import Migration, run_migrations
+    from luigi.database.sqlite import SQLITE_BUSY_TIMEOUT_MS, sqlite_engine
 
 __all__ = ["SQLITE_BUSY_TIMEOUT_MS", "Migration", "StorageError", "run_migrations", "sqlite_engine"]
+
+_LAZY = {
+    "Migration": "luigi.database.migrations",
+    "run_migrations": "luigi.database.migrations",
+    "SQLITE_BUSY_TIMEOUT_MS": "luigi.database.sqlite",
+    "sqlite_engine": "luigi.database.sqlite",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,7 +1,9 @@
 """``Scheduler``: the RPC methods of the central planner, thin over the state, rules and queries.
 
 Every public method is one RPC of ``luigi.rpc_methods`` with the same keyword arguments; the HTTP
-server calls them after validating the request, and workers call them directly in local mode.
+server calls them after validating the request, and workers call them directly in local mode. The
+methods Luigi declares with ``**kwargs`` (those the registry marks ``lenient``) ignore unknown keywords,
+so that clients newer or older than this scheduler keep working.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from luigi.scheduler.hooks import FailureBatcher, default_history, default_notifier, record_history
@@ -30,6 +33,7 @@ from luigi.scheduler.views.census import Census
 from luigi.scheduler.views.neighbourhood import GraphViews, detail_of
 from luigi.scheduler.views.serialize import serialize_task, traverse_graph
 from luigi.scheduler.views.task_pages import PageQuery, TaskPages
+from luigi.task import Config
 from luigi.task_history import TaskHistory
 from luigi.task_status import (
     DISABLED,
@@ -48,22 +52,27 @@ class Scheduler:
     """Keeps the task graph, decides which worker runs what, and answers the visualiser.
 
     Args:
-        config: the settings; read from ``[scheduler]``/``[resources]`` when None.
+        config: the settings (a ``SchedulerConfig``, or Luigi's ``scheduler`` Config instance); read from
+            ``[scheduler]``/``[resources]`` when None.
+        resources: capacities that replace ``[resources]`` (Luigi's second argument).
+        task_history_impl: where transitions are recorded (Luigi's name; ``task_history`` is ours).
         clock: the source of time (default: ``time.time`` looked up at each call).
-        task_history: where transitions are recorded (default: per ``record_task_history``).
         notifier: ``notifier(subject, message, owners)`` when a task is disabled for failing too often.
         batch_notifier: collects failures for batched e-mails when ``batch_emails`` is on.
         store: where the state survives restarts (``luigid``: a ``SqlStore``); default: nowhere.
+        task_logs: the run logs ``luigid`` keeps (``store.task_logs``); default: none kept.
         schedules: the schedules ``luigid`` runs (``luigi.schedules``); default: none.
-        overrides: option values that win over the config (e.g. ``prune_on_get_work=True``).
+        overrides: ``[scheduler]`` option values that win over the config (``Scheduler(retry_delay=0)``).
     """
 
     def __init__(
         self,
-        config: SchedulerConfig | None = None,
+        config: SchedulerConfig | Config | None = None,
+        resources: Mapping[str, int] | None = None,
+        task_history_impl: TaskHistory | None = None,
+        *,
         clock: Clock | None = None,
         task_history: TaskHistory | None = None,
-        *,
         notifier: Notifier | None = None,
         batch_notifier: FailureBatcher | None = None,
         store: StateStore | None = None,
@@ -71,11 +80,10 @@ class Scheduler:
         schedules: ScheduleDesk | None = None,
         **overrides: Any,
     ) -> None:
-        task_history = overrides.pop("task_history_impl", None) or task_history  # Luigi's keyword
-        if config is None:
-            config = SchedulerConfig.from_config(**overrides)
-        elif overrides:
-            config = config.with_overrides(**overrides)
+        task_history = task_history_impl if task_history_impl is not None else task_history
+        if resources is not None:
+            overrides["resources"] = resources
+        config = SchedulerConfig.resolve(config, **overrides)
         self._config = config
         self._clock: Clock = clock or system_time
         self._state = SchedulerState(config, self._clock)
@@ -199,6 +207,7 @@ class Scheduler:
         batch_id: str | None = None,
         retry_policy_dict: dict[str, Any] | None = None,
         owners: Any = None,
+        **kwargs: Any,
     ) -> None:
         """Create or update a task from a worker's report and apply the status rules (f.3)."""
         report = TaskReport(
@@ -242,6 +251,7 @@ class Scheduler:
         current_tasks: list[str] | None = None,
         assume_done: list[str] | None = None,
         max_tasks: int = 1,
+        **kwargs: Any,
     ) -> dict[str, Any]:
         """Grant the worker its next task or batch (f.4), with its ``count_pending`` figures.
 
@@ -287,7 +297,7 @@ class Scheduler:
 
     # -- workers -----------------------------------------------------------------------------------------
 
-    def add_worker(self, worker: str, info: Any) -> None:
+    def add_worker(self, worker: str, info: Any, **kwargs: Any) -> None:
         """Merge facts about a worker (a dict or a list of pairs: host, username, pid, workers, ...)."""
         self._state.update_worker_info(worker, _info_dict(worker, info))
 
@@ -299,11 +309,11 @@ class Scheduler:
         """Ask the worker (through its next ``ping``) to run ``n`` processes."""
         self._state.queue_worker_message(worker, "set_worker_processes", n=n)
 
-    def ping(self, worker: str) -> dict[str, Any]:
+    def ping(self, worker: str, **kwargs: Any) -> dict[str, Any]:
         """Keep the worker alive and hand it its queued messages."""
         return {"rpc_messages": self._state.take_worker_messages(worker)}
 
-    def worker_list(self, include_running: bool = True) -> list[dict[str, Any]]:
+    def worker_list(self, include_running: bool = True, **kwargs: Any) -> list[dict[str, Any]]:
         """Active workers, newest first, with their info, running tasks and pending counts."""
         self.prune()
         return queries.worker_list(self._state, include_running)
@@ -437,7 +447,7 @@ class Scheduler:
 
     # -- views ---------------------------------------------------------------------------------------------
 
-    def graph(self) -> dict[str, Any]:
+    def graph(self, **kwargs: Any) -> dict[str, Any]:
         """Every task with its dependencies."""
         self.prune()
         serialized: dict[str, Any] = {}
@@ -446,14 +456,14 @@ class Scheduler:
             serialized.update(traverse_graph(self._state, task_id, seen))
         return serialized
 
-    def dep_graph(self, task_id: str, include_done: bool = True) -> dict[str, Any]:
+    def dep_graph(self, task_id: str, include_done: bool = True, **kwargs: Any) -> dict[str, Any]:
         """The task and everything it depends on, breadth first (at most ``max_graph_nodes``)."""
         self.prune()
         if task_id not in self._state.tasks:
             return {}
         return traverse_graph(self._state, task_id, include_done=include_done)
 
-    def inverse_dep_graph(self, task_id: str, include_done: bool = True) -> dict[str, Any]:
+    def inverse_dep_graph(self, task_id: str, include_done: bool = True, **kwargs: Any) -> dict[str, Any]:
         """The task and everything that depends on it, breadth first."""
         self.prune()
         if task_id not in self._state.tasks:
@@ -470,8 +480,16 @@ class Scheduler:
         limit: bool = True,
         search: str | None = None,
         max_shown_tasks: int | None = None,
+        **kwargs: Any,
     ) -> dict[str, Any]:
-        """Tasks filtered by status, upstream status and search terms; ``{"num_tasks": N}`` past the limit."""
+        """Tasks filtered by status, upstream status and search terms; ``{"num_tasks": N}`` past the limit.
+
+        Without ``search``, a status holding more tasks than the limit answers at once, before pruning.
+        """
+        if not search:
+            too_many = _over_the_limit(self._state, status, upstream_status, limit, max_shown_tasks)
+            if too_many is not None:
+                return too_many
         self.prune()
         return queries.task_list(self._state, status, upstream_status, limit, search, max_shown_tasks)
 
@@ -480,12 +498,12 @@ class Scheduler:
         self.prune()
         return queries.resource_list(self._state)
 
-    def task_search(self, task_str: str) -> dict[str, Any]:
+    def task_search(self, task_str: str, **kwargs: Any) -> dict[str, Any]:
         """Tasks whose id contains ``task_str``, grouped by status."""
         self.prune()
         return queries.task_search(self._state, task_str)
 
-    def fetch_error(self, task_id: str) -> dict[str, Any]:
+    def fetch_error(self, task_id: str, **kwargs: Any) -> dict[str, Any]:
         """The explanation a task failed with, and what identifies it."""
         return queries.fetch_error(self._state, task_id)
 
@@ -599,7 +617,14 @@ class Scheduler:
                 logger.exception("Could not send batched failure e-mails")
 
     def announce_scheduling_failure(
-        self, task_name: str, family: str, params: dict[str, Any], expl: Any, owners: Any, worker: str
+        self,
+        task_name: str,
+        family: str,
+        params: dict[str, Any],
+        expl: Any,
+        owners: Any,
+        worker: str,
+        **kwargs: Any,
     ) -> None:
         """A worker could not schedule a task; collected for batched e-mails when ``batch_emails`` is on."""
         if not self._config.batch_emails or self._batch_notifier is None:
@@ -613,6 +638,17 @@ class Scheduler:
 
     def report_task_statistics(self, task_id: str, statistics: Any) -> None:
         """Metrics hook (no collector yet)."""
+
+
+def _over_the_limit(
+    state: SchedulerState, status: str, upstream_status: str, limit: bool, max_shown_tasks: int | None
+) -> dict[str, int] | None:
+    """``{"num_tasks": N}`` when ``status`` alone holds more tasks than ``task_list`` shows, else None."""
+    cap = max_shown_tasks or state.config.max_shown_tasks
+    count = len(state.by_status.get(status, {})) if status else len(state.tasks)
+    if limit and count > cap:
+        return {"num_tasks": -1 if upstream_status else count}
+    return None
 
 
 def _info_dict(worker: str, info: Any) -> dict[str, Any]:

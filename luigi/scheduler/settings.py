@@ -13,7 +13,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from luigi.parameter import BoolParameter, FloatParameter, IntParameter, OptionalParameter, Parameter
+from luigi.metrics import MetricsCollectors
+from luigi.parameter import (
+    BoolParameter,
+    EnumParameter,
+    FloatParameter,
+    IntParameter,
+    OptionalParameter,
+    Parameter,
+)
 from luigi.task import Config
 
 
@@ -43,7 +51,7 @@ _OPTION_KINDS: dict[str, str] = {
     "prune_on_get_work": "bool",
     "pause_enabled": "bool",
     "send_messages": "bool",
-    "metrics_collector": "str",
+    "metrics_collector": "metrics",
     "metrics_custom_import": "str?",
     "stable_done_cooldown_secs": "int",
     "task_log_dir": "str?",
@@ -78,7 +86,7 @@ class SchedulerConfig:
     prune_on_get_work: bool = False
     pause_enabled: bool = True
     send_messages: bool = True
-    metrics_collector: str = "default"
+    metrics_collector: MetricsCollectors = MetricsCollectors.default
     metrics_custom_import: str | None = None
     stable_done_cooldown_secs: int = 10
     task_log_dir: str | None = None  # where luigid keeps task run logs; None: task-logs beside the state
@@ -101,13 +109,39 @@ class SchedulerConfig:
         if "resources" not in overrides:
             values["resources"] = dict(parser.getintdict("resources"))
         values.update(_command_line_values(overrides))
-        values.update(overrides)
+        values.update(_typed_overrides(overrides))
+        return cls(**values)
+
+    @classmethod
+    def resolve(cls, config: SchedulerConfig | Config | None, **overrides: Any) -> SchedulerConfig:
+        """The settings from what ``Scheduler()`` got: nothing, ours, or Luigi's ``scheduler`` Config."""
+        if config is None:
+            return cls.from_config(**overrides)
+        if isinstance(config, SchedulerConfig):
+            return config.with_overrides(**overrides) if overrides else config
+        if isinstance(config, Config):
+            return cls.from_section(config, **overrides)
+        raise TypeError(
+            "Scheduler config must be a SchedulerConfig or a luigi.scheduler.scheduler() instance, "
+            f"got {config!r}"
+        )
+
+    @classmethod
+    def from_section(cls, section: Config, **overrides: Any) -> SchedulerConfig:
+        """The settings of a ``scheduler`` Config instance (what Luigi's ``Scheduler(config=...)`` takes)."""
+        _check_overrides(overrides)
+        from luigi import configuration
+
+        values = {name: getattr(section, name) for name in _OPTION_KINDS if hasattr(section, name)}
+        values["resources"] = dict(configuration.get_config().getintdict("resources"))
+        values.update(_typed_overrides(overrides))
+        _check_overrides(values)
         return cls(**values)
 
     def with_overrides(self, **overrides: Any) -> SchedulerConfig:
         """A copy with some options replaced (checked like ``from_config`` overrides)."""
         _check_overrides(overrides)
-        return dataclasses.replace(self, **overrides)
+        return dataclasses.replace(self, **_typed_overrides(overrides))
 
     def retry_policy(self) -> RetryPolicy:
         """The scheduler-wide retry policy."""
@@ -133,8 +167,12 @@ def _read_option(parser: Any, name: str, kind: str) -> tuple[bool, Any]:
     if parser.has_option("scheduler", name):
         return True, _typed_get(parser, name, kind)
     legacy = _LEGACY_NAMES.get(name)
-    if legacy is None or not parser.has_option("scheduler", legacy):
+    if legacy is None:
         return False, None
+    with warnings.catch_warnings():  # the parser would suggest the underscore spelling of the old name
+        warnings.simplefilter("ignore", DeprecationWarning)
+        if not parser.has_option("scheduler", legacy):
+            return False, None
     warnings.warn(
         f"Config option [scheduler] {legacy} is deprecated; write it as {name}",
         DeprecationWarning,
@@ -146,6 +184,8 @@ def _read_option(parser: Any, name: str, kind: str) -> tuple[bool, Any]:
 
 
 def _typed_get(parser: Any, option: str, kind: str) -> Any:
+    if kind == "metrics":
+        return _metrics_collector(parser.get("scheduler", option), f"[scheduler] {option}")
     if kind == "float":
         return parser.getfloat("scheduler", option)
     if kind == "int":
@@ -167,18 +207,45 @@ def _check_overrides(overrides: Mapping[str, Any]) -> None:
             known = ", ".join([*_OPTION_KINDS, "resources"])
             raise TypeError(f"Unknown scheduler option {name!r} (known options: {known})")
         if not _has_kind(value, kind):
-            raise TypeError(f"Scheduler option {name} must be {kind.rstrip('?')}, got {value!r}")
+            expected = _KIND_NAMES.get(kind.rstrip("?"), kind.rstrip("?"))
+            raise TypeError(f"Scheduler option {name} must be {expected}, got {value!r}")
+
+
+_KIND_NAMES = {"metrics": "a MetricsCollectors member or its name"}
 
 
 def _has_kind(value: Any, kind: str) -> bool:
     if kind.endswith("?") and value is None:
         return True
     base = kind.rstrip("?")
+    if base == "metrics":
+        return isinstance(value, (MetricsCollectors, str))
     if base == "bool":
         return isinstance(value, bool)
     if base in ("int", "float"):
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     return isinstance(value, str)
+
+
+def _typed_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Overrides as stored: a ``metrics_collector`` given by name becomes its ``MetricsCollectors`` member."""
+    typed = dict(overrides)
+    if isinstance(typed.get("metrics_collector"), str):
+        typed["metrics_collector"] = _metrics_collector(typed["metrics_collector"], "metrics_collector")
+    return typed
+
+
+def _metrics_collector(value: Any, where: str) -> MetricsCollectors:
+    """The collector named ``value`` (or ``value`` itself); a ValueError names ``where`` and the choices."""
+    if isinstance(value, MetricsCollectors):
+        return value
+    try:
+        return MetricsCollectors[str(value).strip()]
+    except KeyError:
+        names = ", ".join(MetricsCollectors.__members__)
+        raise ValueError(
+            f"{where} = {value!r} is not a metrics collector (expected one of: {names})"
+        ) from None
 
 
 def _command_line_values(overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -199,10 +266,14 @@ _PARAMETER_FOR_KIND = {
 
 def _declared_parameters() -> dict[str, Parameter]:
     defaults = {f.name: f.default for f in dataclasses.fields(SchedulerConfig)}
-    return {
-        name: _PARAMETER_FOR_KIND[kind](default=defaults[name], description=f"[scheduler] {name}")
-        for name, kind in _OPTION_KINDS.items()
-    }
+    return {name: _declared_parameter(name, kind, defaults[name]) for name, kind in _OPTION_KINDS.items()}
+
+
+def _declared_parameter(name: str, kind: str, default: Any) -> Parameter:
+    description = f"[scheduler] {name}"
+    if kind == "metrics":
+        return EnumParameter(enum=MetricsCollectors, default=default, description=description)
+    return _PARAMETER_FOR_KIND[kind](default=default, description=description)
 
 
 scheduler: type[Config] = type(

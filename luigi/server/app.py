@@ -44,7 +44,9 @@ class LuigidApplication(tornado.web.Application):
         self, request: httputil.HTTPServerRequest, **kwargs: Any
     ) -> httputil.HTTPMessageDelegate:
         settings: ServerSettings = self.settings["server_settings"]
-        refused = refusal(self.settings["host_policy"], settings.cors, request.method or "", request.headers)
+        refused = refusal(
+            self.settings["host_policy"], settings.cors_policy, request.method or "", request.headers
+        )
         if refused is not None:
             return Refused(request, settings, refused)
         return super().find_handler(request, **kwargs)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -85,9 +85,12 @@ def _own_names(address: str | None) -> frozenset[str]:
 
 
 def refusal(
-    policy: HostPolicy, cors: CorsPolicy, method: str, headers: Mapping[str, str]
+    policy: HostPolicy, cors: Callable[[], CorsPolicy], method: str, headers: Mapping[str, str]
 ) -> ClientError | None:
-    """Why a request must be refused before it reaches a route (403), or None when it may go on."""
+    """Why a request must be refused before it reaches a route (403), or None when it may go on.
+
+    ``cors`` gives the ``[cors]`` policy; it is asked only for a state change sent from a web page.
+    """
     if policy.unchecked:
         return None
     host = headers.get("Host", "")
@@ -121,9 +124,9 @@ def _sender_site(headers: Mapping[str, str]) -> str | None:
     return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else "null"
 
 
-def _same_site(site: str, host: str, policy: HostPolicy, cors: CorsPolicy) -> bool:
+def _same_site(site: str, host: str, policy: HostPolicy, cors: Callable[[], CorsPolicy]) -> bool:
     """Whether a request sent from page origin ``site`` to ``host`` is one luigid trusts."""
-    if cors.allowed_origin(site) is not None:
+    if cors().allowed_origin(site) is not None:
         return True  # [cors] lets that origin call the API from a browser, state changes included
     parts = urlsplit(site)
     if parts.scheme not in ("http", "https") or not parts.netloc:

@@ -80,8 +80,8 @@ class JsonErrorsMixin(tornado.web.RequestHandler):
 
     def add_cors_headers(self, preflight: bool = False) -> None:
         """Set the CORS headers ``[cors]`` grants this request's ``Origin`` (none when CORS is off)."""
-        policy = self.server_settings.cors
-        for name, value in policy.headers_for(self.request.headers.get("Origin"), preflight).items():
+        origin = self.request.headers.get("Origin")
+        for name, value in self.server_settings.cors_headers(origin, preflight).items():
             self.set_header(name, value)
 
     def check_auth(self) -> None:
@@ -240,7 +240,7 @@ def write_answer(
             "Content-Security-Policy": CONTENT_SECURITY_POLICY,
         }
     )
-    for name, value in settings.cors.headers_for(request.headers.get("Origin"), False).items():
+    for name, value in settings.cors_headers(request.headers.get("Origin"), False).items():
         headers[name] = value
     for name, value in extra.items():
         headers[name] = value

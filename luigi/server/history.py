@@ -15,6 +15,7 @@ import datetime
 import functools
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
@@ -30,7 +31,14 @@ from luigi.task_history import HistoryStatus, NopHistory, TaskHistory
 if TYPE_CHECKING:
     from luigi.scheduler.core import Scheduler
 
-__all__ = ["CONTENT_SECURITY_POLICY", "TEMPLATE_DIR", "history_of", "history_routes"]
+__all__ = [
+    "CONTENT_SECURITY_POLICY",
+    "TEMPLATE_DIR",
+    "BaseTaskHistoryHandler",
+    "from_utc",
+    "history_of",
+    "history_routes",
+]
 
 logger = logging.getLogger("luigi.server")
 
@@ -162,6 +170,10 @@ class _Page(_HistoryHandler):
             self.render_page("error.html", title="Task history", message="Internal error", status=status_code)
         else:
             super().write_error(status_code, **kwargs)
+
+
+# Luigi's name for the base of the history pages (``get_template_path()`` is the package's templates).
+BaseTaskHistoryHandler = _Page
 
 
 class RecentRunsPage(_Page):
@@ -361,3 +373,19 @@ def _root_of(path: str) -> str:
 def _first_line(exc: BaseException) -> str:
     text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+def from_utc(utc_str: str, fmt: str | None = None) -> int:
+    """Epoch seconds of a time written ``%Y-%m-%d %H:%M:%S[.%f]`` (or ``fmt``), read by ``time.mktime``.
+
+    Luigi's helper of the history handlers, with its reading of the text as local time; a text that
+    matches no format raises ValueError "No UTC format matches <text>".
+    """
+    formats = (fmt,) if fmt is not None else ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S")
+    for candidate in formats:
+        try:
+            parsed = datetime.datetime.strptime(utc_str, candidate)
+        except ValueError:
+            continue
+        return int(time.mktime(parsed.timetuple()))
+    raise ValueError(f"No UTC format matches {utc_str}")

@@ -1,5 +1,8 @@
 """What ``luigid`` is told by configuration: the ``[cors]`` section and the server's own options.
 
+``[cors]`` is read per request, as in Luigi, so a change to the configuration after ``app()`` applies
+(only requests carrying an ``Origin`` read it: the others never get CORS headers).
+
 The server options live in ``[scheduler]`` beside the scheduler's: ``auth_token`` (or the
 ``LUIGI_AUTH_TOKEN`` environment variable, which wins), ``allowed_hosts`` (the names requests may be
 addressed to, see ``luigi.server.guard``), ``max_body_size`` (bytes a request body may hold, default
@@ -9,7 +12,7 @@ addressed to, see ``luigi.server.guard``), ``max_body_size`` (bytes a request bo
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from luigi import configuration, parameter
 from luigi.task import Config
@@ -71,13 +74,17 @@ class CorsPolicy:
         )
 
     def allowed_origin(self, origin: str | None) -> str | None:
-        """The value of ``Access-Control-Allow-Origin`` for ``origin``, or None when it is not allowed."""
+        """The value of ``Access-Control-Allow-Origin`` for ``origin``, or None when it is not allowed.
+
+        The ``null`` origin (sandboxed frames, files) is allowed only by ``allow_null_origin``, even with
+        ``allow_any_origin``, as in Luigi.
+        """
         if not self.enabled or not origin:
             return None
-        if self.allow_any_origin:
-            return "*"
         if origin == "null":
             return "null" if self.allow_null_origin else None
+        if self.allow_any_origin:
+            return "*"
         return origin if origin in self.allowed_origins else None
 
     def headers_for(self, origin: str | None, preflight: bool) -> dict[str, str]:
@@ -107,7 +114,8 @@ class ServerSettings:
     allowed_hosts: tuple[str, ...] = ()  # none listed: the bound address and the loopback names
     max_body_size: int = DEFAULT_MAX_BODY_SIZE
     prune_interval: float = DEFAULT_PRUNE_INTERVAL
-    cors: CorsPolicy = field(default_factory=CorsPolicy)
+    # A fixed policy, or None: read ``[cors]`` at each request that carries an ``Origin`` (``from_config``).
+    cors: CorsPolicy | None = CorsPolicy()
 
     def __post_init__(self) -> None:
         if self.max_body_size < 1:
@@ -130,8 +138,18 @@ class ServerSettings:
             allowed_hosts=tuple(name for name in hosts.replace(",", " ").split() if name),
             max_body_size=config.getint("scheduler", "max_body_size", DEFAULT_MAX_BODY_SIZE),
             prune_interval=config.getfloat("scheduler", "prune_interval", DEFAULT_PRUNE_INTERVAL),
-            cors=CorsPolicy.from_config(),
+            cors=None,
         )
+
+    def cors_policy(self) -> CorsPolicy:
+        """The CORS policy for the request at hand: the fixed one, else ``[cors]`` as configured now."""
+        return self.cors if self.cors is not None else CorsPolicy.from_config()
+
+    def cors_headers(self, origin: str | None, preflight: bool) -> dict[str, str]:
+        """The CORS headers for a request from ``origin``; none (and no config read) without one."""
+        if not origin:
+            return {}
+        return self.cors_policy().headers_for(origin, preflight)
 
     @property
     def connection_body_limit(self) -> int:

@@ -127,7 +127,7 @@ def test_marker_prefix_in_luigis_dashed_spelling_still_counts(tmp_path: Path) ->
     config_file.write_text("[redis]\nmarker-prefix = legacy\n")
     luigi.configuration.add_config_path(config_file)
 
-    with pytest.warns(DeprecationWarning, match="write it as marker_prefix"):
+    with pytest.warns(DeprecationWarning, match="Please use underscores: marker_prefix"):
         assert RedisTarget("127.0.0.1", 1, 0, "x").marker_key() == "legacy:x"
 
 

@@ -447,7 +447,7 @@ def test_cors_section_is_read_from_configuration(tmp_path, monkeypatch):
     from luigi import configuration
 
     configuration.reset_for_tests()
-    policy = ServerSettings.from_config().cors
+    policy = ServerSettings.from_config().cors_policy()
     assert (policy.enabled, policy.allowed_origins, policy.max_age) == (True, ("http://ui.example",), 5)
 
 
@@ -494,7 +494,7 @@ def test_auth_token_comes_from_the_environment_before_the_config(tmp_path, monke
 def test_auth_is_off_by_default():
     settings = ServerSettings.from_config()
     assert settings.auth_token is None
-    assert settings.cors.enabled is False
+    assert settings.cors_policy().enabled is False
     assert settings.max_body_size == 16 * 1024 * 1024
 
 
