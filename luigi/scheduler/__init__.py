@@ -49,10 +49,21 @@ __all__ = [
 ]
 
 
+# Names of Luigi's scheduler module that live elsewhere, imported on first use: luigi.notifications (and
+# the batch notifier, which sends through it) pull in the task model, which the scheduler never needs.
+# ``Scheduler(batch_emails=True)`` builds ``luigi.scheduler.BatchNotifier``, so a test may replace it here.
+_LAZY_NAMES = {
+    "notifications": ("luigi.notifications", None),
+    "BatchNotifier": ("luigi.batch_notifier", "BatchNotifier"),
+    "MetricsCollectors": ("luigi.metrics", "MetricsCollectors"),
+}
+
+
 def __getattr__(name: str) -> Any:
-    # Imported on first use: luigi.notifications pulls in the task model, which the scheduler never needs.
-    if name == "notifications":
-        module = importlib.import_module("luigi.notifications")
-        globals()["notifications"] = module
-        return module
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _LAZY_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module_name, attribute = _LAZY_NAMES[name]
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value

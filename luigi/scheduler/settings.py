@@ -13,7 +13,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from luigi.parameter import BoolParameter, FloatParameter, IntParameter, OptionalParameter, Parameter
+from luigi.metrics import MetricsCollectors
+from luigi.parameter import (
+    BoolParameter,
+    EnumParameter,
+    FloatParameter,
+    IntParameter,
+    OptionalParameter,
+    Parameter,
+)
 from luigi.task import Config
 
 
@@ -43,7 +51,7 @@ _OPTION_KINDS: dict[str, str] = {
     "prune_on_get_work": "bool",
     "pause_enabled": "bool",
     "send_messages": "bool",
-    "metrics_collector": "str",
+    "metrics_collector": "collector",
     "metrics_custom_import": "str?",
     "stable_done_cooldown_secs": "int",
 }
@@ -76,7 +84,7 @@ class SchedulerConfig:
     prune_on_get_work: bool = False
     pause_enabled: bool = True
     send_messages: bool = True
-    metrics_collector: str = "default"
+    metrics_collector: MetricsCollectors = MetricsCollectors.default  # config and flags: its name
     metrics_custom_import: str | None = None
     stable_done_cooldown_secs: int = 10
     resources: Mapping[str, int] = field(default_factory=dict)
@@ -84,6 +92,7 @@ class SchedulerConfig:
     @classmethod
     def from_config(cls, **overrides: Any) -> SchedulerConfig:
         """Read ``[scheduler]`` and ``[resources]`` from ``luigi.configuration``; keyword overrides win."""
+        overrides = _named_collector(overrides)
         _check_overrides(overrides)
         from luigi import configuration
 
@@ -102,6 +111,7 @@ class SchedulerConfig:
 
     def with_overrides(self, **overrides: Any) -> SchedulerConfig:
         """A copy with some options replaced (checked like ``from_config`` overrides)."""
+        overrides = _named_collector(overrides)
         _check_overrides(overrides)
         return dataclasses.replace(self, **overrides)
 
@@ -148,7 +158,26 @@ def _typed_get(parser: Any, option: str, kind: str) -> Any:
         return parser.getint("scheduler", option)
     if kind == "bool":
         return parser.getboolean("scheduler", option)
+    if kind == "collector":
+        return _collector_named(parser.get("scheduler", option), f"[scheduler] {option}")
     return parser.get("scheduler", option)
+
+
+def _collector_named(name: str, where: str) -> MetricsCollectors:
+    """The member of ``MetricsCollectors`` called ``name``, or ValueError naming ``where`` and the choices."""
+    try:
+        return MetricsCollectors[name.strip()]
+    except KeyError:
+        choices = ", ".join(MetricsCollectors.__members__)
+        raise ValueError(f"{where} = {name!r} is not a metrics collector (choose one of: {choices})") from None
+
+
+def _named_collector(overrides: dict[str, Any]) -> dict[str, Any]:
+    """Overrides with a ``metrics_collector`` given by name turned into the member (code may pass either)."""
+    named = overrides.get("metrics_collector")
+    if not isinstance(named, str):
+        return overrides
+    return {**overrides, "metrics_collector": _collector_named(named, "metrics_collector")}
 
 
 def _check_overrides(overrides: Mapping[str, Any]) -> None:
@@ -172,6 +201,8 @@ def _has_kind(value: Any, kind: str) -> bool:
     base = kind.rstrip("?")
     if base == "bool":
         return isinstance(value, bool)
+    if base == "collector":
+        return isinstance(value, MetricsCollectors)
     if base in ("int", "float"):
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     return isinstance(value, str)
@@ -193,12 +224,15 @@ _PARAMETER_FOR_KIND = {
 }
 
 
+def _parameter_for(kind: str, default: Any, name: str) -> Parameter:
+    if kind == "collector":
+        return EnumParameter(enum=MetricsCollectors, default=default, description=f"[scheduler] {name}")
+    return _PARAMETER_FOR_KIND[kind](default=default, description=f"[scheduler] {name}")
+
+
 def _declared_parameters() -> dict[str, Parameter]:
     defaults = {f.name: f.default for f in dataclasses.fields(SchedulerConfig)}
-    return {
-        name: _PARAMETER_FOR_KIND[kind](default=defaults[name], description=f"[scheduler] {name}")
-        for name, kind in _OPTION_KINDS.items()
-    }
+    return {name: _parameter_for(kind, defaults[name], name) for name, kind in _OPTION_KINDS.items()}
 
 
 scheduler: type[Config] = type(

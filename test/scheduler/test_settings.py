@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from luigi import configuration
+from luigi.metrics import MetricsCollectors
 from luigi.scheduler import ManualClock, RetryPolicy, Scheduler, SchedulerConfig
 
 
@@ -30,7 +31,7 @@ def test_the_defaults_are_luigis():
     )
     assert (config.pause_enabled, config.send_messages, config.stable_done_cooldown_secs) == (True, True, 10)
     assert config.state_path == "/var/lib/luigi-server/state.pickle"
-    assert (config.metrics_collector, config.metrics_custom_import) == ("default", None)
+    assert (config.metrics_collector, config.metrics_custom_import) == (MetricsCollectors.default, None)
     assert dict(config.resources) == {}
     assert config == SchedulerConfig()
 
