@@ -102,7 +102,9 @@ class BatchNotifier:
             self._count(owner, key).failures += 1
             self._remember(owner, key, expl)
 
-    def add_disable(self, task_name: str, family: str, unbatched_args: Mapping[str, Any], owners: Any) -> None:
+    def add_disable(
+        self, task_name: str, family: str, unbatched_args: Mapping[str, Any], owners: Any
+    ) -> None:
         """The scheduler disabled the task for failing too often."""
         key = self._key(task_name, family, unbatched_args)
         for owner in self._recipients(owners):

@@ -19,7 +19,7 @@ __all__ = ["MetricsCollector", "MetricsCollectors", "NoMetricsCollector"]
 
 
 class MetricsCollectors(Enum):
-    """The collectors ``[scheduler] metrics_collector`` may name (``none`` is another name for ``default``)."""
+    """The collectors ``[scheduler] metrics_collector`` may name (``none`` is an alias of ``default``)."""
 
     custom = -1
     default = 1
@@ -29,7 +29,7 @@ class MetricsCollectors(Enum):
 
     @classmethod
     def get(cls, which: MetricsCollectors | str, custom_import: str | None = None) -> MetricsCollector:
-        """A new collector of kind ``which``; ``custom`` builds the ``"pkg.module.Class"`` in ``custom_import``."""
+        """A new collector of kind ``which``; ``custom`` builds the class ``custom_import`` names."""
         member = cls[which] if isinstance(which, str) else which
         if member is cls.default:
             return NoMetricsCollector()
@@ -61,13 +61,13 @@ def _custom_collector(custom_import: str | None) -> MetricsCollector:
 def _import_class(dotted: str) -> Any:
     module_name, _, class_name = dotted.rpartition(".")
     if not module_name:
-        raise ValueError(
-            f"[scheduler] metrics_custom_import {dotted!r} must be a dotted path, e.g. mypackage.metrics.MyCollector"
-        )
+        raise ValueError(f"[scheduler] metrics_custom_import {dotted!r} must be a dotted path: package.Class")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ValueError(f"[scheduler] metrics_custom_import {dotted!r}: cannot import {module_name!r}: {exc}") from exc
+        raise ValueError(
+            f"[scheduler] metrics_custom_import {dotted!r}: cannot import {module_name!r}: {exc}"
+        ) from exc
     try:
         return getattr(module, class_name)
     except AttributeError:
@@ -79,9 +79,9 @@ def _import_class(dotted: str) -> Any:
 class MetricsCollector(abc.ABC):
     """What the scheduler calls as its tasks move; ``task`` is the scheduler's record of the task.
 
-    The last three methods below are ours (no-ops here): ``observe_rpc`` hears how long each RPC served
-    by ``luigid`` took, ``observe_get_work`` how long each ``get_work`` took, and ``watch_scheduler``
-    receives the read-only figures (tasks per status, workers, history backlog) a collector may report.
+    The last two methods below are ours (no-ops here): ``observe_rpc`` hears how long each RPC served by
+    ``luigid`` took, and ``watch_scheduler`` receives the read-only figures (tasks per status, workers,
+    history backlog) a collector may report.
     """
 
     @abc.abstractmethod
@@ -104,23 +104,20 @@ class MetricsCollector(abc.ABC):
     def handle_task_done(self, task: Any) -> None:
         """The task became DONE."""
 
-    def handle_task_statistics(self, task: Any, statistics: Any) -> None:
+    def handle_task_statistics(self, task: Any, statistics: Any) -> None:  # noqa: B027 - optional, a no-op by default
         """A running task reported statistics (``status_reporter.report_task_statistics``)."""
 
     def generate_latest(self) -> Any:
         """The text ``/metrics`` answers with, or None for no page."""
         return None
 
-    def configure_http_handler(self, http_handler: Any) -> None:
+    def configure_http_handler(self, http_handler: Any) -> None:  # noqa: B027 - optional, a no-op by default
         """Set headers (such as the content type) on the ``/metrics`` answer."""
 
-    def observe_rpc(self, method: str, seconds: float) -> None:
+    def observe_rpc(self, method: str, seconds: float) -> None:  # noqa: B027 - optional, a no-op by default
         """``luigid`` served the RPC ``method`` in ``seconds``."""
 
-    def observe_get_work(self, seconds: float) -> None:
-        """One ``get_work`` took ``seconds`` inside the scheduler."""
-
-    def watch_scheduler(self, vitals: SchedulerVitals) -> None:
+    def watch_scheduler(self, vitals: SchedulerVitals) -> None:  # noqa: B027 - optional, a no-op by default
         """The scheduler's read-only figures, to be read when the collector reports."""
 
 

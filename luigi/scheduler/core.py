@@ -104,7 +104,7 @@ class Scheduler:
 
     @property
     def metrics_collector(self) -> TaskMetrics:
-        """The collector told of task transitions (``[scheduler] metrics_collector``); ``/metrics`` serves it."""
+        """The collector told of task transitions (``[scheduler] metrics_collector``), served at /metrics."""
         return self._state.metrics
 
     # -- durable state (not RPC methods) ----------------------------------------------------------------
@@ -592,7 +592,9 @@ class Scheduler:
 
 def _metrics_collector(config: SchedulerConfig, vitals: SchedulerVitals) -> TaskMetrics:
     """The collector ``[scheduler] metrics_collector`` names, shown the scheduler's vital figures."""
-    collector: MetricsCollector = MetricsCollectors.get(config.metrics_collector, config.metrics_custom_import)
+    collector: MetricsCollector = MetricsCollectors.get(
+        config.metrics_collector, config.metrics_custom_import
+    )
     collector.watch_scheduler(vitals)
     return collector
 

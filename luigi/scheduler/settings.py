@@ -169,7 +169,7 @@ def _collector_named(name: str, where: str) -> MetricsCollectors:
         return MetricsCollectors[name.strip()]
     except KeyError:
         choices = ", ".join(MetricsCollectors.__members__)
-        raise ValueError(f"{where} = {name!r} is not a metrics collector (choose one of: {choices})") from None
+        raise ValueError(f"{where} = {name!r} is not a metrics collector (one of: {choices})") from None
 
 
 def _named_collector(overrides: dict[str, Any]) -> dict[str, Any]:
