@@ -13,7 +13,6 @@ from typing import Any
 from luigi.metrics import MetricsCollector, MetricsCollectors
 from luigi.scheduler.hooks import (
     FailureBatcher,
-    TaskMetrics,
     default_batch_notifier,
     default_history,
     default_notifier,
@@ -103,7 +102,7 @@ class Scheduler:
         return self._config
 
     @property
-    def metrics_collector(self) -> TaskMetrics:
+    def metrics_collector(self) -> MetricsCollector:
         """The collector told of task transitions (``[scheduler] metrics_collector``), served at /metrics."""
         return self._state.metrics
 
@@ -569,7 +568,7 @@ class Scheduler:
 
     def update_metrics_task_started(self, task: Any) -> None:
         """Tell the metrics collector a task was handed out (a record, or over RPC the id of a known task)."""
-        record = task if isinstance(task, TaskRecord) else self._state.tasks.get(_task_id_of(task))
+        record = task if isinstance(task, TaskRecord) else self._state.tasks.get(_task_id_of(task) or "")
         if record is None:
             return None
         try:
@@ -590,7 +589,7 @@ class Scheduler:
         return None
 
 
-def _metrics_collector(config: SchedulerConfig, vitals: SchedulerVitals) -> TaskMetrics:
+def _metrics_collector(config: SchedulerConfig, vitals: SchedulerVitals) -> MetricsCollector:
     """The collector ``[scheduler] metrics_collector`` names, shown the scheduler's vital figures."""
     collector: MetricsCollector = MetricsCollectors.get(
         config.metrics_collector, config.metrics_custom_import

@@ -37,25 +37,6 @@ class FailureBatcher(Protocol):
         """Send everything collected now (``luigid`` at exit)."""
 
 
-class TaskMetrics(Protocol):
-    """What hears the scheduler's task transitions (``luigi.metrics.MetricsCollector`` satisfies it)."""
-
-    def handle_task_started(self, task: Any) -> None:
-        """The task was handed to a worker."""
-
-    def handle_task_failed(self, task: Any) -> None:
-        """The task became FAILED."""
-
-    def handle_task_disabled(self, task: Any, config: Any) -> None:
-        """The task became DISABLED."""
-
-    def handle_task_done(self, task: Any) -> None:
-        """The task became DONE."""
-
-    def handle_task_statistics(self, task: Any, statistics: Any) -> None:
-        """A running task reported statistics."""
-
-
 def default_batch_notifier() -> FailureBatcher:
     """A new ``luigi.scheduler.BatchNotifier()``, looked up there at each call so tests may replace it."""
     notifier: FailureBatcher = importlib.import_module("luigi.scheduler").BatchNotifier()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from luigi.server.app import STATIC_DIR, app
 from luigi.server.handlers import VISUALISER_PATH
+from luigi.server.metrics import MetricsHandler
 from luigi.server.serve import DEFAULT_ADDRESS, DEFAULT_PORT, CannotListenError, SchedulerServer, run, stop
 from luigi.server.settings import AUTH_TOKEN_ENV, CorsPolicy, ServerSettings, cors
 
@@ -19,6 +20,7 @@ __all__ = [
     "VISUALISER_PATH",
     "CannotListenError",
     "CorsPolicy",
+    "MetricsHandler",
     "SchedulerServer",
     "ServerSettings",
     "app",
