@@ -80,33 +80,41 @@ class PrometheusMetricsCollector(MetricsCollector):
             registry=self.registry,
         )
         self._rpc_children: dict[str, Any] = {}
+        self._children: dict[int, dict[tuple[str, ...], Any]] = {}
         self._vitals = _VitalsCollector()
         self.registry.register(self._vitals)
 
     def _counter(self, name: str, documentation: str) -> Any:
         return prometheus_client.Counter(name, documentation, self.labels, registry=self.registry)
 
-    def _task_labels(self, task: Any) -> dict[str, str]:
+    def _label_values(self, task: Any) -> tuple[str, ...]:
         params = task.params or {}
-        return {
-            label: task.family if label == FAMILY_LABEL else str(params.get(label, ""))
-            for label in self.labels
-        }
+        return tuple(
+            task.family if label == FAMILY_LABEL else str(params.get(label, "")) for label in self.labels
+        )
+
+    def _child(self, metric: Any, task: Any) -> Any:
+        """The series of ``metric`` for the task's labels, cached: a transition costs a dict lookup."""
+        values = self._label_values(task)
+        children = self._children.setdefault(id(metric), {})
+        child = children.get(values)
+        if child is None:
+            child = children[values] = metric.labels(*values)
+        return child
 
     def handle_task_started(self, task: Any) -> None:
-        self.task_started_counter.labels(**self._task_labels(task)).inc()
+        self._child(self.task_started_counter, task).inc()
 
     def handle_task_failed(self, task: Any) -> None:
-        self.task_failed_counter.labels(**self._task_labels(task)).inc()
+        self._child(self.task_failed_counter, task).inc()
 
     def handle_task_disabled(self, task: Any, config: Any) -> None:
-        self.task_disabled_counter.labels(**self._task_labels(task)).inc()
+        self._child(self.task_disabled_counter, task).inc()
 
     def handle_task_done(self, task: Any) -> None:
-        labels = self._task_labels(task)
-        self.task_done_counter.labels(**labels).inc()
+        self._child(self.task_done_counter, task).inc()
         if task.time_running is not None:  # a task reported DONE without running here has no run time
-            self.task_execution_time.labels(**labels).set(task.updated - task.time_running)
+            self._child(self.task_execution_time, task).set(task.updated - task.time_running)
 
     def observe_rpc(self, method: str, seconds: float) -> None:
         child = self._rpc_children.get(method)
