@@ -57,6 +57,13 @@ class PeakRss:
             with contextlib.suppress(psutil.Error):
                 self._seen = max(self._seen, self._process.memory_info().rss)
 
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the process used so far: less sensitive to a busy machine than wall."""
+        with contextlib.suppress(psutil.Error):
+            times = self._process.cpu_times()
+            return float(times.user + times.system)
+        return float("nan")
+
     def peak_mib(self) -> float:
         self._stop.set()
         self._thread.join()
@@ -119,6 +126,7 @@ def measure_case(shape: str, n: int, workers: int, metrics_collector: str = "def
                 text=True,
             )
             result = json.loads(out.stdout.strip().splitlines()[-1])
+            result["luigid_cpu_s"] = rss.cpu_s()
             result["luigid_mib"] = rss.peak_mib()
     return result
 
@@ -181,14 +189,17 @@ def main() -> None:
         print(json.dumps(run_case(shape, int(n), int(workers), url)))
         return
     if not args.latency_only:
-        print(f"{'shape':<9}{'N':>8}{'workers':>8}{'tasks/s':>10}{'wall s':>9}{'luigid MiB':>12}  ok")
+        print(
+            f"{'shape':<9}{'N':>8}{'workers':>8}{'tasks/s':>10}{'wall s':>9}"
+            f"{'luigid CPU s':>14}{'luigid MiB':>12}  ok"
+        )
         for shape in args.shapes:
             for n in args.sizes:
                 for workers in args.workers:
                     r = measure_case(shape, n, workers, args.metrics_collector)
                     print(
                         f"{shape:<9}{n:>8}{workers:>8}{r['tasks_per_s']:>10.0f}{r['wall_s']:>9.2f}"
-                        f"{r['luigid_mib']:>12.0f}  {r['ok']}",
+                        f"{r['luigid_cpu_s']:>14.2f}{r['luigid_mib']:>12.0f}  {r['ok']}",
                         flush=True,
                     )
     if not args.no_latency:

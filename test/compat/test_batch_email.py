@@ -376,3 +376,13 @@ def _worker_env(tmp_path: Path) -> dict[str, str]:
     env["LUIGI_CONFIG_PATH"] = str(config)
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
     return env
+
+
+def test_the_batch_email_section_is_read_from_the_config(mailbox):
+    _set("batch_email", "email_interval", "15")
+    _set("batch_email", "batch_mode", "family")
+    notifier = BatchNotifier()
+    notifier.add_failure("A(a=1)", "A", {"a": 1}, "err", [])
+    notifier.send_email()
+    assert mailbox.only().subject == "Luigi: 1 failure in the last 15 minutes"
+    assert mailbox.only().body.startswith("- A (1 failure)")
