@@ -27,6 +27,7 @@ def luigid(argv: Sequence[str] | None = None) -> None:
     import luigi.server
     from luigi import configuration, process
     from luigi.database import StorageError
+    from luigi.metrics import MetricsSetupError
     from luigi.setup_logging import DaemonLogging
 
     opts = _luigid_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
@@ -53,6 +54,7 @@ def luigid(argv: Sequence[str] | None = None) -> None:
         process.ServerSetupError,
         luigi.server.CannotListenError,
         StorageError,
+        MetricsSetupError,
     ) as exc:
         print(f"luigid: {exc}", file=sys.stderr)
         sys.exit(1)

@@ -15,7 +15,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from luigi.scheduler.views.vitals import SchedulerVitals
 
-__all__ = ["MetricsCollector", "MetricsCollectors", "NoMetricsCollector"]
+__all__ = ["MetricsCollector", "MetricsCollectors", "MetricsSetupError", "NoMetricsCollector"]
+
+
+class MetricsSetupError(ValueError):
+    """``[scheduler] metrics_collector`` (or ``metrics_custom_import``) names no collector to build."""
 
 
 class MetricsCollectors(Enum):
@@ -33,45 +37,50 @@ class MetricsCollectors(Enum):
         member = cls[which] if isinstance(which, str) else which
         if member is cls.default:
             return NoMetricsCollector()
-        if member is cls.datadog:
-            from luigi.contrib.datadog_metric import DataDogMetricsCollector
+        try:
+            if member is cls.datadog:
+                from luigi.contrib.datadog_metric import DataDogMetricsCollector
 
-            return DataDogMetricsCollector()
-        if member is cls.prometheus:
-            from luigi.contrib.prometheus_metric import PrometheusMetricsCollector
+                return DataDogMetricsCollector()
+            if member is cls.prometheus:
+                from luigi.contrib.prometheus_metric import PrometheusMetricsCollector
 
-            return PrometheusMetricsCollector()
+                return PrometheusMetricsCollector()
+        except ImportError as exc:  # the collector's library is an optional extra: say which
+            raise MetricsSetupError(f"[scheduler] metrics_collector = {member.name}: {exc}") from exc
         if member is cls.custom:
             return _custom_collector(custom_import)
-        raise ValueError(f"MetricsCollectors value ' {member} ' isn't supported")
+        raise MetricsSetupError(f"MetricsCollectors value ' {member} ' isn't supported")
 
 
 def _custom_collector(custom_import: str | None) -> MetricsCollector:
     """An instance of the collector class named by ``[scheduler] metrics_custom_import``."""
     if custom_import is None:
-        raise ValueError(
+        raise MetricsSetupError(
             f"MetricsCollectors value ' {MetricsCollectors.custom} ' is -1 and custom_import is None"
         )
     collector_class = _import_class(custom_import)
     if not (isinstance(collector_class, type) and issubclass(collector_class, MetricsCollector)):
-        raise ValueError(f"Custom Import: {custom_import} is not a subclass of MetricsCollector")
+        raise MetricsSetupError(f"Custom Import: {custom_import} is not a subclass of MetricsCollector")
     return collector_class()
 
 
 def _import_class(dotted: str) -> Any:
     module_name, _, class_name = dotted.rpartition(".")
     if not module_name:
-        raise ValueError(f"[scheduler] metrics_custom_import {dotted!r} must be a dotted path: package.Class")
+        raise MetricsSetupError(
+            f"[scheduler] metrics_custom_import {dotted!r} must be a dotted path: package.Class"
+        )
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ValueError(
+        raise MetricsSetupError(
             f"[scheduler] metrics_custom_import {dotted!r}: cannot import {module_name!r}: {exc}"
         ) from exc
     try:
         return getattr(module, class_name)
     except AttributeError:
-        raise ValueError(
+        raise MetricsSetupError(
             f"[scheduler] metrics_custom_import {dotted!r}: module {module_name!r} has no {class_name!r}"
         ) from None
 

@@ -316,6 +316,8 @@ def send_email(
     errors end up in the log (naming the method and the problem) rather than propagating.
     """
     subject = _prefix(subject)
+    if not isinstance(recipients, (list, tuple)):
+        recipients = tuple(recipients)  # read an iterator once; lists and tuples are logged as given
     if not recipients or tuple(recipients) == (None,):
         return
     reason = _email_disabled_reason()

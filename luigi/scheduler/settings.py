@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from luigi.metrics import MetricsCollectors
+from luigi.metrics import MetricsCollectors, MetricsSetupError
 from luigi.parameter import (
     BoolParameter,
     EnumParameter,
@@ -169,7 +169,9 @@ def _collector_named(name: str, where: str) -> MetricsCollectors:
         return MetricsCollectors[name.strip()]
     except KeyError:
         choices = ", ".join(MetricsCollectors.__members__)
-        raise ValueError(f"{where} = {name!r} is not a metrics collector (one of: {choices})") from None
+        raise MetricsSetupError(
+            f"{where} = {name!r} is not a metrics collector (one of: {choices})"
+        ) from None
 
 
 def _named_collector(overrides: dict[str, Any]) -> dict[str, Any]:

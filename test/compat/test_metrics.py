@@ -19,7 +19,7 @@ from typing import Any
 
 import prometheus_client
 import pytest
-from helpers.luigid import probe_for, running_luigid, serving_in_thread, wait_until
+from helpers.luigid import LUIGID, luigid_env, probe_for, running_luigid, serving_in_thread, wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
 import luigi
@@ -431,3 +431,30 @@ def test_datadog_through_luigid(tmp_path, statsd_agent):
         packets = _packets(statsd_agent, lambda p: _has(step_done, 3)(p) and _has("luigi.task.failed")(p))
     assert len([p for p in packets if p.startswith(step_done)]) == 3
     assert any(p.startswith("luigi.task.failed:1|c|#task_name:Broken,") for p in packets)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            "metrics_collector = graphite",
+            "[scheduler] metrics_collector = 'graphite' is not a metrics collector",
+        ),
+        ("metrics_collector = custom", "MetricsCollectors value ' MetricsCollectors.custom ' is -1"),
+        (
+            "metrics_collector = custom\nmetrics_custom_import = nowhere_at_all.Collector",
+            "[scheduler] metrics_custom_import 'nowhere_at_all.Collector': cannot import 'nowhere_at_all'",
+        ),
+    ],
+)
+def test_luigid_refuses_a_bad_collector_in_one_line(tmp_path, config, message):
+    luigid = subprocess.run(
+        [str(LUIGID), "--port", "0", "--state-path", str(tmp_path / "state.db")],
+        env=luigid_env(tmp_path, f"[scheduler]\n{config}\n"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert luigid.returncode == 1
+    assert f"luigid: {message}" in luigid.stderr
+    assert "Traceback" not in luigid.stderr
