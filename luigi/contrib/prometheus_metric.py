@@ -21,7 +21,10 @@ The scheduler's figures are read when ``/metrics`` is scraped, never between scr
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from luigi import parameter
@@ -33,7 +36,8 @@ if TYPE_CHECKING:
     from luigi.scheduler.views.vitals import SchedulerVitals
 
 prometheus_client = require("prometheus_client", "prometheus", "luigi.contrib.prometheus_metric")
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily  # noqa: E402
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily  # noqa: E402
+from prometheus_client.utils import floatToGoString  # noqa: E402
 
 __all__ = ["PrometheusMetricsCollector", "prometheus"]
 
@@ -56,11 +60,17 @@ class prometheus(Config):
 
 
 class PrometheusMetricsCollector(MetricsCollector):
-    """Counts task transitions per label set, in a registry of its own that ``/metrics`` serves."""
+    """Counts task transitions per label set, in a registry of its own that ``/metrics`` serves.
+
+    Cheap on the scheduler's path: each label set's series are looked up once and cached, and RPC
+    timings are plain bucket counts until a scrape turns them into a histogram.
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         config = prometheus(**kwargs)
         self.labels = _label_names(config.use_task_family_in_labels, config.task_parameters_to_use_in_labels)
+        self._with_family = config.use_task_family_in_labels
+        self._parameter_labels = self.labels[1:] if self._with_family else list(self.labels)
         self.registry = prometheus_client.CollectorRegistry()
         self.task_started_counter = self._counter("luigi_task_started", "number of started luigi tasks")
         self.task_failed_counter = self._counter("luigi_task_failed", "number of failed luigi tasks")
@@ -72,58 +82,52 @@ class PrometheusMetricsCollector(MetricsCollector):
             self.labels,
             registry=self.registry,
         )
-        self.rpc_duration = prometheus_client.Histogram(
-            "luigid_rpc_duration_seconds",
-            "time luigid took to serve each RPC, by method",
-            ["method"],
-            buckets=RPC_BUCKETS,
-            registry=self.registry,
-        )
-        self._rpc_children: dict[str, Any] = {}
-        self._children: dict[int, dict[tuple[str, ...], Any]] = {}
-        self._vitals = _VitalsCollector()
-        self.registry.register(self._vitals)
+        self._series: dict[tuple[str, ...], _TaskSeries] = {}
+        self._scheduler_figures = _SchedulerFigures()
+        self.registry.register(self._scheduler_figures)
 
     def _counter(self, name: str, documentation: str) -> Any:
         return prometheus_client.Counter(name, documentation, self.labels, registry=self.registry)
 
-    def _label_values(self, task: Any) -> tuple[str, ...]:
-        params = task.params or {}
-        return tuple(
-            task.family if label == FAMILY_LABEL else str(params.get(label, "")) for label in self.labels
-        )
-
-    def _child(self, metric: Any, task: Any) -> Any:
-        """The series of ``metric`` for the task's labels, cached: a transition costs a dict lookup."""
-        values = self._label_values(task)
-        children = self._children.setdefault(id(metric), {})
-        child = children.get(values)
-        if child is None:
-            child = children[values] = metric.labels(*values)
-        return child
+    def _series_of(self, task: Any) -> _TaskSeries:
+        """The task's label set's series (made on first use)."""
+        if self._parameter_labels:
+            params = task.params or {}
+            values = tuple(str(params.get(label, "")) for label in self._parameter_labels)
+            key = (task.family, *values) if self._with_family else values
+        else:
+            key = (task.family,)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = _TaskSeries(
+                self.task_started_counter.labels(*key),
+                self.task_failed_counter.labels(*key),
+                self.task_disabled_counter.labels(*key),
+                self.task_done_counter.labels(*key),
+                self.task_execution_time.labels(*key),
+            )
+        return series
 
     def handle_task_started(self, task: Any) -> None:
-        self._child(self.task_started_counter, task).inc()
+        self._series_of(task).started.inc()
 
     def handle_task_failed(self, task: Any) -> None:
-        self._child(self.task_failed_counter, task).inc()
+        self._series_of(task).failed.inc()
 
     def handle_task_disabled(self, task: Any, config: Any) -> None:
-        self._child(self.task_disabled_counter, task).inc()
+        self._series_of(task).disabled.inc()
 
     def handle_task_done(self, task: Any) -> None:
-        self._child(self.task_done_counter, task).inc()
+        series = self._series_of(task)
+        series.done.inc()
         if task.time_running is not None:  # a task reported DONE without running here has no run time
-            self._child(self.task_execution_time, task).set(task.updated - task.time_running)
+            series.execution_time.set(task.updated - task.time_running)
 
     def observe_rpc(self, method: str, seconds: float) -> None:
-        child = self._rpc_children.get(method)
-        if child is None:  # method names come from the registry, so the label set stays small
-            child = self._rpc_children[method] = self.rpc_duration.labels(method=method)
-        child.observe(seconds)
+        self._scheduler_figures.observe_rpc(method, seconds)
 
     def watch_scheduler(self, vitals: SchedulerVitals) -> None:
-        self._vitals.vitals = vitals
+        self._scheduler_figures.vitals = vitals
 
     def generate_latest(self) -> bytes:
         """The registry in Prometheus' text format."""
@@ -132,6 +136,17 @@ class PrometheusMetricsCollector(MetricsCollector):
 
     def configure_http_handler(self, http_handler: Any) -> None:
         http_handler.set_header("Content-Type", prometheus_client.CONTENT_TYPE_LATEST)
+
+
+@dataclass(frozen=True)
+class _TaskSeries:
+    """Luigi's five series for one label set."""
+
+    started: Any
+    failed: Any
+    disabled: Any
+    done: Any
+    execution_time: Any
 
 
 def _label_names(use_family: bool, parameters: Any) -> list[str]:
@@ -144,16 +159,35 @@ def _label_names(use_family: bool, parameters: Any) -> list[str]:
     return labels
 
 
-class _VitalsCollector:
-    """A custom prometheus_client collector: the scheduler's figures, read at each scrape."""
+class _RpcTimings:
+    """One method's RPC durations as bucket counts (the last one is +Inf) and their sum."""
+
+    __slots__ = ("counts", "total")
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(RPC_BUCKETS) + 1)
+        self.total = 0.0
+
+
+class _SchedulerFigures:
+    """A custom prometheus_client collector: RPC timings, and the scheduler's figures read at each scrape."""
 
     def __init__(self) -> None:
         self.vitals: SchedulerVitals | None = None
+        self._rpc: dict[str, _RpcTimings] = {}
+
+    def observe_rpc(self, method: str, seconds: float) -> None:
+        timings = self._rpc.get(method)
+        if timings is None:  # method names come from the registry, so the label set stays small
+            timings = self._rpc[method] = _RpcTimings()
+        timings.counts[bisect.bisect_left(RPC_BUCKETS, seconds)] += 1  # a bucket holds values <= its bound
+        timings.total += seconds
 
     def describe(self) -> list[Any]:
         return []  # nothing to check at registration: the series exist only once a scheduler is watched
 
     def collect(self) -> Iterator[Any]:
+        yield self._rpc_histogram()
         vitals = self.vitals
         if vitals is None:
             return
@@ -177,3 +211,13 @@ class _VitalsCollector:
             "task history events not recorded (dropped in an outage or refused by the database)",
             value=history.lost,
         )
+
+    def _rpc_histogram(self) -> HistogramMetricFamily:
+        family = HistogramMetricFamily(
+            "luigid_rpc_duration_seconds", "time luigid took to serve each RPC, by method", labels=["method"]
+        )
+        for method, timings in sorted(self._rpc.items()):
+            cumulative = list(itertools.accumulate(timings.counts))
+            bounds = [floatToGoString(bound) for bound in RPC_BUCKETS] + ["+Inf"]
+            family.add_metric([method], list(zip(bounds, cumulative, strict=True)), timings.total)
+        return family
