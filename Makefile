@@ -26,7 +26,7 @@ venv: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check luigi test examples bench bin
 	$(BIN)/mypy
-	$(BIN)/mypy --strict --follow-imports=silent luigi/scheduler luigi/worker luigi/rpc luigi/server
+	$(BIN)/mypy --strict --follow-imports=silent luigi/scheduler luigi/worker luigi/rpc luigi/server luigi/schedules
 
 # Headless Chromium for the visualiser's browser tests (installed with apt-get where missing and root).
 browser:

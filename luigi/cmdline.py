@@ -22,12 +22,13 @@ def luigid(argv: Sequence[str] | None = None) -> None:
     """``luigid``: serve the central scheduler until SIGTERM/SIGINT (see ``luigid --help``).
 
     Exits with status 1 and a one-line message when it cannot start (port busy, another server on the
-    pidfile, unusable log directory).
+    pidfile, unusable log directory, a bad ``[schedule:<name>]`` section).
     """
     import luigi.server
     from luigi import configuration, process
     from luigi.database import StorageError
     from luigi.metrics import MetricsSetupError
+    from luigi.schedules.spec import ScheduleConfigError
     from luigi.setup_logging import DaemonLogging
 
     opts = _luigid_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
@@ -55,6 +56,7 @@ def luigid(argv: Sequence[str] | None = None) -> None:
         luigi.server.CannotListenError,
         StorageError,
         MetricsSetupError,
+        ScheduleConfigError,
     ) as exc:
         print(f"luigid: {exc}", file=sys.stderr)
         sys.exit(1)

@@ -14,8 +14,8 @@ from typing import Any
 class DateInterval:
     """A half-open range of dates, ``date_a`` included and ``date_b`` excluded.
 
-    Intervals of the same kind compare by their bounds; ordering intervals of different kinds is a
-    TypeError, and they are never equal.
+    Intervals of the same kind compare by their bounds; comparing intervals of different kinds, even with
+    ``==``, raises ``TypeError("Date interval type mismatch")``. Anything that is not an interval is unequal.
     """
 
     def __init__(self, date_a: datetime.date, date_b: datetime.date) -> None:
@@ -78,26 +78,40 @@ class DateInterval:
     def __hash__(self) -> int:
         return hash((type(self).__name__, self._key()))
 
+    def _key_against(self, other: object) -> tuple[datetime.date, datetime.date]:
+        """The key of ``other``; intervals of different kinds cannot be compared (TypeError)."""
+        if type(self) is not type(other):
+            raise TypeError("Date interval type mismatch")
+        assert isinstance(other, DateInterval)
+        return other._key()
+
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self._key() == other._key()
+        if not isinstance(other, DateInterval):
+            return False
+        return self._key() == self._key_against(other)
 
     def __ne__(self, other: object) -> bool:
         return not self == other
 
-    def _same_kind(self, other: Any) -> bool:
-        return type(self) is type(other)
-
     def __lt__(self, other: Any) -> bool:
-        return self._key() < other._key() if self._same_kind(other) else NotImplemented
+        if not isinstance(other, DateInterval):
+            return NotImplemented
+        return self._key() < self._key_against(other)
 
     def __le__(self, other: Any) -> bool:
-        return self._key() <= other._key() if self._same_kind(other) else NotImplemented
+        if not isinstance(other, DateInterval):
+            return NotImplemented
+        return self._key() <= self._key_against(other)
 
     def __gt__(self, other: Any) -> bool:
-        return self._key() > other._key() if self._same_kind(other) else NotImplemented
+        if not isinstance(other, DateInterval):
+            return NotImplemented
+        return self._key() > self._key_against(other)
 
     def __ge__(self, other: Any) -> bool:
-        return self._key() >= other._key() if self._same_kind(other) else NotImplemented
+        if not isinstance(other, DateInterval):
+            return NotImplemented
+        return self._key() >= self._key_against(other)
 
 
 def _build(kind: str, text: str, build: Any, *parts: int) -> Any:
@@ -209,7 +223,7 @@ class Year(DateInterval):
 class Custom(DateInterval):
     """Any non-empty range of days, written ``YYYY-MM-DD-YYYY-MM-DD`` (the end date is excluded).
 
-    ``prev``/``next`` shift the range by its own length.
+    It has no neighbours: ``prev``/``next`` raise NotImplementedError.
     """
 
     _PATTERN = re.compile(r"(\d{4})-(\d{2})-(\d{2})-(\d{4})-(\d{2})-(\d{2})", re.ASCII)
@@ -223,12 +237,10 @@ class Custom(DateInterval):
         return f"{_format_date(self.date_a)}-{_format_date(self.date_b)}"
 
     def prev(self) -> Custom:
-        length = self.date_b - self.date_a
-        return Custom(self.date_a - length, self.date_a)
+        raise NotImplementedError("A custom date interval has no previous interval: build the one you need")
 
     def next(self) -> Custom:
-        length = self.date_b - self.date_a
-        return Custom(self.date_b, self.date_b + length)
+        raise NotImplementedError("A custom date interval has no next interval: build the one you need")
 
     @classmethod
     def from_date(cls, d: datetime.date) -> Custom:

@@ -22,17 +22,22 @@ _DIR_MODE = 0o700
 
 
 def getpcmd(pid: int) -> str:
-    """The command line of process ``pid`` as one space-joined string, or a placeholder if unreadable."""
+    """The command line of process ``pid`` as one space-joined string ("" when it has none, as a zombie),
+    or ``[PROCESS_WITH_PID=<pid>]`` when it cannot be read (no such process).
+
+    ``acquire_for`` calls it through this module at each check, so a test patching
+    ``luigi.lock.getpcmd`` decides which pids count as running this command.
+    """
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
             raw = fh.read()
     except OSError:
-        raw = b""
-    if raw:
+        raw = None
+    if raw is not None:
         return raw.replace(b"\0", b" ").decode("utf-8", "replace").rstrip()
     if not os.path.isdir("/proc/self"):  # not Linux: ask psutil (macOS, Windows, BSD)
         command = _psutil_cmdline(pid)
-        if command:
+        if command is not None:
             return command
     return f"[PROCESS_WITH_PID={pid}]"
 
@@ -41,7 +46,7 @@ def _psutil_cmdline(pid: int) -> str | None:
     try:
         import psutil
 
-        return " ".join(psutil.Process(pid).cmdline()).rstrip() or None
+        return " ".join(psutil.Process(pid).cmdline()).rstrip()
     except Exception:  # psutil missing, process gone or access denied: all mean "unknown command"
         return None
 

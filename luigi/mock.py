@@ -7,6 +7,7 @@ write. Importing this module starts no process.
 
 from __future__ import annotations
 
+import codecs
 import io
 import multiprocessing
 import sys
@@ -94,36 +95,48 @@ class MockFileSystem(FileSystem):
 
 
 class _MockWriteBuffer(io.BytesIO):
-    """Collects written bytes and stores them under the target's path on a successful close."""
+    """Collects written bytes and stores them under the target's path on a successful close.
+
+    With ``mirror_on_stderr`` each chunk is echoed to ``sys.stderr`` as it arrives, after a single
+    ``"<path>: "`` prefix for the whole handle.
+    """
 
     def __init__(self, target: MockTarget) -> None:
         super().__init__()
         self._target = target
-        self._at_line_start = True
+        self._mirror_decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._mirror_started = False
 
     def write(self, data: Any) -> int:
         written = super().write(data)
-        if self._target._mirror_on_stderr:
-            self._mirror(bytes(data).decode("utf-8", "replace"))
+        if self._target._mirror_on_stderr and written:
+            self._mirror(bytes(data))
         return written
 
-    def _mirror(self, text: str) -> None:
-        for line in text.splitlines(keepends=True):
-            if self._at_line_start:
-                sys.stderr.write(f"{self._target.path}: ")
-            sys.stderr.write(line)
-            self._at_line_start = line.endswith("\n")
+    def _mirror(self, chunk: bytes) -> None:
+        if not self._mirror_started:
+            self._mirror_started = True
+            sys.stderr.write(f"{self._target.path}: ")
+        sys.stderr.write(self._mirror_decoder.decode(chunk))  # incremental: a character may span chunks
 
     def close(self) -> None:
         if not self.closed:
             self._target.fs.get_all_data()[self._target.path] = self.getvalue()
         super().close()
 
+    def discard(self) -> None:
+        """Close without storing anything."""
+        super().close()
+
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if exc_type is None:
             self.close()
         else:
-            super().close()  # discard: nothing is stored
+            self.discard()
+
+    def __del__(self) -> None:
+        # Collected while open means unfinished, as for LocalTarget: store nothing.
+        self.discard()
 
 
 class MockTarget(FileSystemTarget):
@@ -152,6 +165,8 @@ class MockTarget(FileSystemTarget):
 
     def open(self, mode: str = "r") -> Any:
         """Open for reading ('r') or writing ('w'); 'b' and 't' are accepted and ignored."""
+        if not isinstance(mode, str):
+            raise TypeError(f"MockTarget.open() mode must be a str such as 'r' or 'w', got {mode!r}")
         direction = mode.replace("b", "").replace("t", "")
         if direction == "w":
             return self.format.pipe_writer(_MockWriteBuffer(self))

@@ -25,6 +25,7 @@ __all__ = [
     "ServerSetupError",
     "check_pid",
     "daemonize",
+    "get_log_format",
     "get_spool_handler",
     "hold_pidfile",
     "prepare_logdir",
@@ -45,8 +46,10 @@ class ServerSetupError(OSError):
     """A file or directory the server needs (pidfile, log directory) cannot be used; names it."""
 
 
-def check_pid(pidfile: str) -> int | None:
-    """The pid of the live server named by ``pidfile``, or None when none is running."""
+def check_pid(pidfile: str | None) -> int | None:
+    """The pid of the live server named by ``pidfile``, or None when none is running (or no pidfile)."""
+    if not pidfile:
+        return None
     try:
         fd = os.open(pidfile, os.O_RDONLY)
     except FileNotFoundError:
@@ -151,10 +154,15 @@ def _alive_since_before(pid: int, pidfile: str) -> bool:
         return True
 
 
+def get_log_format() -> str:
+    """The daemon's log line format: time, logger name with the pid, level, message."""
+    return LOG_FORMAT
+
+
 def get_spool_handler(filename: str) -> logging.Handler:
     """The daemon's log file: rotated at midnight, seven old files kept."""
     handler = logging.handlers.TimedRotatingFileHandler(filename, when="midnight", backupCount=7)
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.setFormatter(logging.Formatter(get_log_format()))
     return handler
 
 

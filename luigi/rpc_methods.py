@@ -151,6 +151,7 @@ def _param(name: str, kind: str = "any", default: Any = REQUIRED, extension: boo
 
 _TASK_ID = _param("task_id", "name")
 _WORKER = _param("worker", "name")
+_SCHEDULE = _param("name", "name")  # a [schedule:<name>] section's name
 _INF = float("inf")
 
 _METHODS: tuple[RpcMethod, ...] = (
@@ -269,6 +270,24 @@ _METHODS: tuple[RpcMethod, ...] = (
         "set_task_progress_percentage", (_TASK_ID, _param("progress_percentage", "any")), mutating=True
     ),
     RpcMethod("get_task_progress_percentage", (_TASK_ID,), mutating=False),
+    RpcMethod("scheduler_features", (), mutating=False),
+    RpcMethod(
+        "append_task_log",
+        (
+            _TASK_ID,
+            _WORKER,
+            _param("run", "name"),
+            _param("offset", "int"),
+            _param("chunk", "str"),
+            _param("ended", "bool", False),
+        ),
+        mutating=True,
+    ),
+    RpcMethod(
+        "task_log",
+        (_TASK_ID, _param("attempt", "int?", None), _param("offset", "int", 0)),
+        mutating=False,
+    ),
     RpcMethod(
         "decrease_running_task_resources",
         (
@@ -308,6 +327,13 @@ _METHODS: tuple[RpcMethod, ...] = (
     RpcMethod("is_paused", (), mutating=False),
     RpcMethod("pause", (), mutating=True),
     RpcMethod("unpause", (), mutating=True),
+    # The schedules luigid runs (ours; see luigi/schedules): listing and logs are read-only, the buttons
+    # change state (POST only, under the auth token like every method).
+    RpcMethod("schedule_list", (), mutating=False),
+    RpcMethod("schedule_log", (_SCHEDULE, _param("run", "int")), mutating=False),
+    RpcMethod("schedule_pause", (_SCHEDULE,), mutating=True),
+    RpcMethod("schedule_resume", (_SCHEDULE,), mutating=True),
+    RpcMethod("schedule_trigger", (_SCHEDULE,), mutating=True),
     RpcMethod("update_resources", (), mutating=True, var_keyword="resources", var_keyword_kind="number"),
     RpcMethod("update_resource", (_param("resource", "name"), _param("amount", "any")), mutating=True),
     RpcMethod("prune", (), mutating=True),

@@ -26,11 +26,22 @@ class _DefaultOpts:
     log_level = "DEBUG"
 
 
-class BaseLogging:
-    """The shared sequence; subclasses say what their CLI options, ini file and default mean."""
+class _ActiveConfig:
+    """``BaseLogging.config`` until something is assigned there: the configuration active when read
+    (Luigi binds it once at import; a test that swaps the configuration afterwards is seen here)."""
 
-    # A test may assign a parser here; None means the active configuration at set-up time.
-    config: ClassVar[Any] = None
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        return configuration.get_config()
+
+
+class BaseLogging:
+    """The shared sequence; subclasses say what their CLI options, ini file and default mean.
+
+    Hooks users' tests patch: ``config`` (assign a parser, or a plain dict for ``_section``) and each
+    subclass's own ``_configured`` flag (False lets ``setup`` run again, True keeps it from running).
+    """
+
+    config: ClassVar[Any] = _ActiveConfig()
     _configured: ClassVar[bool] = False
 
     @classmethod
@@ -62,9 +73,10 @@ class BaseLogging:
 
     @classmethod
     def _section(cls, opts: Any) -> bool:
-        """Apply the TOML ``[logging]`` table with ``dictConfig`` (cfg files have no such table)."""
+        """Apply the TOML ``[logging]`` table (or a plain dict's ``"logging"``) with ``dictConfig``; cfg
+        files have no such table."""
         config = cls._get_config()
-        if isinstance(config, configuration.LuigiConfigParser) or not config.has_section("logging"):
+        if isinstance(config, configuration.LuigiConfigParser) or "logging" not in config:
             return False
         logging.config.dictConfig(_thawed(config["logging"]))
         return True
@@ -149,7 +161,7 @@ def _file_config(path: str | None, origin: str) -> bool:
     if not path:
         return False
     if not os.path.exists(path):
-        raise OSError(f"Unable to locate the logging configuration file {path!r} given by {origin}")
+        raise OSError(f"Error: Unable to locate specified logging configuration file! ({path!r}, {origin})")
     logging.config.fileConfig(path, disable_existing_loggers=False)
     return True
 

@@ -22,6 +22,8 @@ __all__ = [
     "Target",
 ]
 
+_PATH_SEPARATORS = "/\\"  # a directory target may end in either, whatever the OS
+
 
 def _has_glob_characters(path: str) -> bool:
     # Four substring searches beat building a set from the path: exists() runs this for every check.
@@ -148,11 +150,12 @@ class FileSystemTarget(Target):
     def temporary_path(self) -> Iterator[str]:
         """Yield a sibling temporary path to write to; it is moved onto `path` only if the block succeeds.
 
-        The temporary path is `<path>-luigi-tmp-<10 digits>`, keeping a trailing slash for directory targets.
+        The temporary path is `<path>-luigi-tmp-<10 digits>`; a directory target's trailing `/` or `\\` is
+        kept at the end (`out/` gives `out-luigi-tmp-0123456789/`). The parent directory is created first.
         """
-        bare_path = self.path.rstrip("/")
-        trailing_slash = self.path[len(bare_path) :]
-        tmp_path = f"{bare_path}-luigi-tmp-{random.randrange(10**10):010d}{trailing_slash}"
+        bare_path = self.path.rstrip(_PATH_SEPARATORS)
+        trailing_separator = self.path[-1] if bare_path != self.path else ""
+        tmp_path = f"{bare_path}-luigi-tmp-{random.randrange(10**10):010d}{trailing_separator}"
         parent = os.path.dirname(bare_path)
         if parent:
             self.fs.mkdir(parent, parents=True, raise_if_exists=False)

@@ -25,6 +25,7 @@ from luigi.parameter import (
     DuplicateParameterException,
     MissingParameterException,
     Parameter,
+    ParameterException,
     ParameterVisibility,
     UnconsumedParameterWarning,
     UnknownParameterException,
@@ -141,6 +142,7 @@ class Task(metaclass=Register):
         for name, value in param_values:
             setattr(self, name, value)
         self.param_kwargs: dict[str, Any] = dict(param_values)
+        self.param_args: tuple[Any, ...] = tuple(value for _, value in param_values)
         self._warn_on_wrong_param_types()
         self.task_id: str = task_id_str(
             self.get_task_family(), self.to_str_params(only_significant=True, only_public=True)
@@ -313,8 +315,9 @@ class Task(metaclass=Register):
             raise MissingParameterException(
                 f"{described}: requires the '{name}' parameter to be set"
             ) from None
-        except ValueError as exc:
-            raise ValueError(f"{described}: error when reading the value of '{name}': {exc}") from exc
+        except (ValueError, TypeError, SyntaxError, ParameterException) as exc:
+            # Luigi's exact text; the cause (chained) names the config entry and what is wrong with it.
+            raise ValueError(f"{described}: Error when parsing the default value of '{name}'") from exc
 
     @classmethod
     def _warn_unconsumed_config(cls, family: str, params_by_name: dict[str, Parameter]) -> None:

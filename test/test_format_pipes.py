@@ -51,8 +51,11 @@ def test_input_pipe_reports_a_failing_command():
     script = "import sys; sys.stdout.write('some'); sys.stderr.write('broken input'); sys.exit(3)"
     pipe = InputPipeProcessWrapper([PY, "-c", script])
     assert pipe.read() == b"some"
-    with pytest.raises(RuntimeError, match=r"exit status 3; stderr: broken input"):
+    with pytest.raises(RuntimeError) as caught:
         pipe.close()
+    assert str(caught.value) == "Error reading from pipe. Subcommand exited with non-zero exit status 3."
+    if sys.version_info >= (3, 11):  # the child's stderr rides along as a note, outside Luigi's text
+        assert "broken input" in caught.value.__notes__[0]
 
 
 def test_input_pipe_closed_early_stops_the_command_quietly():

@@ -96,11 +96,11 @@ def test_unsupported_modes_raise_value_error(fs, mode):
         MockTarget("f").open(mode)
 
 
-def test_mirror_on_stderr_prefixes_each_line_with_the_path(fs, capsys):
+def test_mirror_on_stderr_prefixes_the_path_once_per_handle(fs, capsys):
     with MockTarget("log", mirror_on_stderr=True).open("w") as f:
         f.write("one\ntw")
         f.write("o\nthree\n")
-    assert capsys.readouterr().err == "log: one\nlog: two\nlog: three\n"
+    assert capsys.readouterr().err == "log: one\ntwo\nthree\n"
 
 
 def test_all_instances_share_the_data(fs):

@@ -16,6 +16,7 @@ from luigi.parameter import (
     DateParameter,
     DateSecondParameter,
     MonthParameter,
+    ParameterException,
     TimeDeltaParameter,
     YearParameter,
 )
@@ -137,7 +138,7 @@ def test_date_minute_parameter_uses_the_hour_minute_format():
 
 
 def test_date_minute_parameter_accepts_the_deprecated_h_form_with_a_warning():
-    with pytest.warns(DeprecationWarning, match="'H' between hours and minutes is deprecated"):
+    with pytest.warns(DeprecationWarning, match='Using "H" between hours and minutes is deprecated'):
         value = DateMinuteParameter().parse("2024-03-05T07H30")
     assert value == datetime.datetime(2024, 3, 5, 7, 30)
 
@@ -242,13 +243,13 @@ def test_time_delta_parameter_accepts_seconds_iso_and_simple_forms(text, expecte
 
 
 @pytest.mark.parametrize("text", ["", "P", "PT", "soon", "5 ms", "1 d 2 w", "P1X"])
-def test_time_delta_parameter_rejects_other_text_listing_the_forms(text):
-    with pytest.raises(ValueError, match=rf"'{text}' is not a valid duration \(expected seconds"):
+def test_time_delta_parameter_rejects_other_text_naming_it(text):
+    with pytest.raises(ParameterException, match=rf"^Invalid time delta - could not parse {text}$"):
         TimeDeltaParameter().parse(text)
 
 
 def test_time_delta_parameter_rejects_durations_too_large_for_timedelta():
-    with pytest.raises(ValueError, match="too large a duration"):
+    with pytest.raises(ParameterException, match="^Invalid time delta - could not parse 1e30$"):
         TimeDeltaParameter().parse("1e30")
 
 

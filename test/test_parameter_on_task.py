@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import re
 
 import pytest
 
@@ -85,8 +86,10 @@ def test_config_values_are_parsed_by_the_parameter_type():
 def test_a_bad_config_value_names_the_entry_and_the_value():
     typed_cls = _typed_task_class()
     configuration.get_config().set("Typed", "count", "many")
-    with pytest.raises(ValueError, match=r"\[Typed\] count = 'many'.*'many' is not a valid integer"):
+    with pytest.raises(ValueError, match=r"Error when parsing the default value of 'count'") as caught:
         typed_cls(day=datetime.date(2024, 3, 5))
+    # Luigi's text on top; the chained cause names the entry and the value.
+    assert re.search(r"\[Typed\] count = 'many'.*'many' is not a valid integer", str(caught.value.__cause__))
 
 
 def test_optional_parameter_on_a_task_warns_on_a_wrong_type():

@@ -29,7 +29,7 @@ from luigi.parameter import (
     Parameter,
 )
 
-# (parameter, a string it parses, the value that gives, a value of the wrong type)
+# (parameter, a string it parses, the normalized value that gives, a value of the wrong type)
 CASES = [
     (OptionalParameter(), "text", "text", 5),
     (OptionalStrParameter(), "text", "text", 5),
@@ -66,7 +66,7 @@ def test_optional_parameters_default_to_none(param, text, value, wrong):
 @pytest.mark.parametrize(("param", "text", "value", "wrong"), CASES, ids=IDS)
 def test_optional_parameters_parse_like_their_base_type_and_round_trip(param, text, value, wrong):
     parsed = param.parse(text)
-    assert parsed == value
+    assert param.normalize(parsed) == value  # ListParameter.parse gives a list; normalize freezes it
     assert param.normalize(param.parse(param.serialize(parsed))) == param.normalize(parsed)
 
 
@@ -78,7 +78,8 @@ def test_optional_parameters_pass_non_strings_through_parse(param, text, value, 
 @pytest.mark.parametrize(("param", "text", "value", "wrong"), CASES, ids=IDS)
 def test_optional_parameters_warn_on_a_value_of_the_wrong_type(param, text, value, wrong):
     with pytest.warns(
-        OptionalParameterTypeWarning, match=rf'{type(param).__name__} "p" with value ".*" is not of type'
+        OptionalParameterTypeWarning,
+        match=rf'{type(param).__name__} "p" with value ".*" is not of (any )?type.* or None\.$',
     ):
         param._warn_on_wrong_param_type("p", wrong)
 
@@ -139,9 +140,10 @@ def test_optional_parameter_mixin_makes_a_custom_type_optional():
     assert param.serialize(None) == ""
 
 
-def test_optional_numeric_enumeration_skips_none():
+def test_optional_parameters_never_enumerate():
+    # Luigi's Optional* parameters form no ranges in the summary, even over integers.
     assert OptionalIntParameter().next_in_enumeration(None) is None
-    assert OptionalIntParameter().next_in_enumeration(1) == 2
+    assert OptionalIntParameter().next_in_enumeration(1) is None
 
 
 @given(st.none() | st.integers())

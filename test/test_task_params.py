@@ -127,9 +127,11 @@ def test_bad_config_value_names_the_task_and_the_entry():
         n = p.IntParameter()
 
     set_config("Typed", "n", "abc")
-    with pytest.raises(ValueError, match=r"Typed.*'n'.*\[Typed\] n") as caught:
+    with pytest.raises(ValueError) as caught:
         Typed()
-    assert "'abc' is not a valid integer" in str(caught.value)
+    assert str(caught.value) == "Typed[args=(), kwargs={}]: Error when parsing the default value of 'n'"
+    assert "[Typed] n = 'abc'" in str(caught.value.__cause__)
+    assert "'abc' is not a valid integer" in str(caught.value.__cause__)
 
 
 def test_unconsumed_config_keys_warn_once_each():

@@ -5,10 +5,11 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import signal
 import subprocess
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from luigi.format.streams import CHUNK, ExcInfo, aborted, discard
@@ -89,11 +90,15 @@ class _PipeProcess:
                     stream.close()
         return returncode
 
-    def failure(self, what: str, returncode: int) -> RuntimeError:
-        """An error naming the command, its exit status and the end of its stderr."""
+    def stderr_tail(self) -> str:
+        """The last characters the command wrote to its standard error."""
         self.stderr.seek(0, os.SEEK_END)
         self.stderr.seek(max(0, self.stderr.tell() - _STDERR_TAIL))
-        tail = self.stderr.read().decode("utf-8", "replace").strip()
+        return self.stderr.read().decode("utf-8", "replace").strip()
+
+    def failure(self, what: str, returncode: int) -> RuntimeError:
+        """An error naming the command, its exit status and the end of its stderr."""
+        tail = self.stderr_tail()
         detail = f"; stderr: {tail}" if tail else ""
         return RuntimeError(f"{what} {self.command!r} failed with exit status {returncode}{detail}")
 
@@ -101,11 +106,17 @@ class _PipeProcess:
         self.stderr.close()
 
 
+# A reader that stops early makes the command die of SIGPIPE (-13, or 141 from a shell): not a failure.
+_READ_OK_STATUSES = frozenset({0, 141, -signal.SIGPIPE})
+
+
 class InputPipeProcessWrapper(io.BufferedIOBase):
     """Read the standard output of `command`, which reads `input_pipe` (or nothing) on standard input.
 
-    Closing before the end stops the command, as a reader that stops listening would, without error; a command
-    that fails after being read to the end raises `RuntimeError`.
+    The command starts with SIGPIPE at its default action. `close()` (also at a clean `with` exit and at the
+    end of iteration) closes the command's output, then `input_pipe`, then waits for the command without
+    killing it: stopping early gives it SIGPIPE, as a shell pipeline would. Exit statuses 0, 141 and -13
+    pass; any other raises RuntimeError. A `with` block left through an exception kills the command.
     """
 
     def __init__(self, command: Sequence[str] | str, input_pipe: Any = None) -> None:
@@ -113,11 +124,10 @@ class InputPipeProcessWrapper(io.BufferedIOBase):
         self._input_pipe = input_pipe
         fd = None if input_pipe is None else _direct_fileno(input_pipe, reading=True)
         stdin: Any = subprocess.DEVNULL if input_pipe is None else (fd if fd is not None else subprocess.PIPE)
-        self._process = _PipeProcess(command, stdin=stdin, stdout=subprocess.PIPE)
+        self._process = _PipeProcess(command, stdin=stdin, stdout=subprocess.PIPE, restore_signals=True)
         if stdin == subprocess.PIPE:
             self._process.copy_in_background(input_pipe, self._process.popen.stdin, close_sink=True)
         self._stdout: Any = self._process.popen.stdout
-        self._at_eof = False
         self._done = False
 
     @property
@@ -127,46 +137,64 @@ class InputPipeProcessWrapper(io.BufferedIOBase):
     def readable(self) -> bool:
         return True
 
-    def _note_eof(self, data: bytes, at_eof: bool) -> bytes:
-        self._at_eof = self._at_eof or at_eof
-        return data
-
     def read(self, size: int | None = -1) -> bytes:
-        data = self._stdout.read(size)
-        return self._note_eof(data, size is None or size < 0 or (size > 0 and not data))
+        return bytes(self._stdout.read(size))
 
     def read1(self, size: int = -1) -> bytes:
-        data = self._stdout.read1(size)
-        return self._note_eof(data, size != 0 and not data)
+        return bytes(self._stdout.read1(size))
 
     def readline(self, size: int | None = -1) -> bytes:
-        data = self._stdout.readline(size)
-        return self._note_eof(data, size != 0 and not data)
+        return bytes(self._stdout.readline(size))
 
     def peek(self, size: int = 0) -> bytes:
         return bytes(self._stdout.peek(size))
 
+    def __iter__(self) -> Iterator[bytes]:
+        """The command's output line by line; reaching the end closes the wrapper (raising on failure)."""
+        yield from self._stdout
+        self.close()
+
     def close(self) -> None:
-        """Stop reading; raise if the command, read to its end, failed."""
-        self._stop(kill=not self._at_eof, check=self._at_eof)
-
-    def abort(self) -> None:
-        """Stop the command and drop its output."""
-        self._stop(kill=True, check=False)
-
-    def _stop(self, kill: bool, check: bool) -> None:
+        """Stop reading and wait for the command; raise RuntimeError if it failed (see the class doc)."""
         if self._done:
             return
         self._done = True
-        self._stdout.close()
+        copier = self._process.copier
+        feeding = copier is not None and copier.is_alive()  # closing the input stops it: not its failure
         try:
-            returncode = self._process.finish(kill)
+            with contextlib.suppress(OSError):
+                self._stdout.close()
             if self._input_pipe is not None:
                 self._input_pipe.close()
-            if check and returncode != 0:
-                raise self._process.failure("Reading from", returncode)
-            if check and self._process.copy_error is not None:
+            returncode = self._process.finish(kill=False)
+            if returncode not in _READ_OK_STATUSES:
+                raise self._read_failure(returncode)
+            if not feeding and self._process.copy_error is not None:
                 raise RuntimeError(f"Feeding {self._process.command!r} failed") from self._process.copy_error
+        finally:
+            self._process.release()
+
+    def _read_failure(self, returncode: int) -> RuntimeError:
+        failure = RuntimeError(
+            f"Error reading from pipe. Subcommand exited with non-zero exit status {returncode}."
+        )
+        stderr = self._process.stderr_tail()
+        if stderr and hasattr(failure, "add_note"):  # Python 3.11+: shown in the traceback, not in str()
+            failure.add_note(f"stderr of {self._process.command!r}: {stderr}")
+        return failure
+
+    def abort(self) -> None:
+        """Kill the command and drop its output (a failing `with` block, or collection while open)."""
+        if self._done:
+            return
+        self._done = True
+        try:
+            with contextlib.suppress(OSError):
+                self._stdout.close()
+            self._process.finish(kill=True)
+            if self._input_pipe is not None:
+                with contextlib.suppress(Exception):  # already failing: the first error is the one to see
+                    self._input_pipe.close()
         finally:
             self._process.release()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 from typing import Any
@@ -72,6 +73,12 @@ class LayeredStream(io.BufferedIOBase):
         if not self._done:
             self._stream.flush()
 
+    def __del__(self) -> None:
+        # Collected while still open means unfinished: discard, never finish (which would commit below).
+        if not getattr(self, "_done", True):
+            with contextlib.suppress(Exception):  # a finalizer must not raise
+                self.abort()
+
     def _check_open(self) -> None:
         if self._done:
             raise ValueError("I/O operation on closed file")
@@ -110,13 +117,27 @@ class FileWrapper(LayeredStream):
 
 
 class TextWrapper(io.TextIOWrapper):
-    """`io.TextIOWrapper` that discards, rather than commits, the stream below when a `with` block fails."""
+    """`io.TextIOWrapper` that discards, rather than commits, the stream below when a `with` block fails.
+
+    Only `close()` or a clean `with` exit commits: a wrapper collected while open discards the stream below
+    (io's own finalizer would close it, publishing a half-written file).
+    """
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if exc_type is None:
             self.close()
         else:
             discard(self.buffer, (exc_type, exc, tb))
+
+    def __del__(self) -> None:
+        try:
+            if self.closed:
+                return
+            below = self.buffer
+        except ValueError:  # detached: the stream below is someone else's now
+            return
+        with contextlib.suppress(Exception):  # a finalizer must not raise
+            discard(below, aborted())
 
 
 class MixedUnicodeBytesWrapper(FileWrapper):

@@ -1,4 +1,12 @@
-"""Task parameters: ``luigi.parameter`` keeps Luigi's import path; the types live in sibling modules."""
+"""Task parameters: ``luigi.parameter`` keeps Luigi's import path; the types live in sibling modules.
+
+Two names here are hooks that users' tests patch, read by the parameter code at call time: ``warnings``
+(every parameter warning goes through ``luigi.parameter.warnings.warn``) and ``_JSONSCHEMA_ENABLED``
+(whether Dict/ListParameter schemas are checked with the jsonschema package).
+"""
+
+import importlib.util
+import warnings  # noqa: F401  (a hook: the parameter modules warn through luigi.parameter.warnings)
 
 from luigi.parameter.base import (
     DuplicateParameterException,
@@ -49,6 +57,8 @@ from luigi.parameter.scalars import (
     StrParameter,
 )
 from luigi.parameter.structured import DictParameter, ListParameter, TupleParameter
+
+_JSONSCHEMA_ENABLED = importlib.util.find_spec("jsonschema") is not None
 
 __all__ = [
     "BoolParameter",

@@ -7,11 +7,24 @@ strings that make up task ids, and normalises values so that equal inputs give e
 from __future__ import annotations
 
 import enum
-import warnings
+import sys
 from collections.abc import Callable, Iterable, Iterator
+from types import ModuleType
 from typing import Any
 
 from luigi import configuration
+
+
+def namespace() -> ModuleType:
+    """The ``luigi.parameter`` package, read at call time: users' tests patch its ``warnings`` and friends."""
+    return sys.modules["luigi.parameter"]
+
+
+def warn(*args: Any, **kwargs: Any) -> None:
+    """``warnings.warn`` through ``luigi.parameter.warnings``, so ``mock.patch`` of it sees every warning."""
+    if "stacklevel" in kwargs:
+        kwargs["stacklevel"] += 1  # this function is one more frame between the caller and the warning
+    namespace().warnings.warn(*args, **kwargs)
 
 
 class ParameterException(Exception):
@@ -103,9 +116,7 @@ class Parameter:
         self._default = default
         self._batch_method = batch_method
         if is_global:
-            warnings.warn(
-                "is_global support is removed. Assuming positional=False", DeprecationWarning, stacklevel=2
-            )
+            warn("is_global support is removed. Assuming positional=False", DeprecationWarning, stacklevel=2)
             positional = False
         self.significant = significant
         self.positional = positional
@@ -168,7 +179,7 @@ class Parameter:
         for value, warning in self._value_iterator(task_name, param_name):
             if not _is_no_value(value):
                 if warning:
-                    warnings.warn(warning, DeprecationWarning, stacklevel=3)
+                    warn(warning, DeprecationWarning, stacklevel=3)
                 return value
         return _no_value
 
@@ -201,7 +212,7 @@ class Parameter:
             return self.normalize(value)
         try:
             return self.parse(value)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, SyntaxError, ParameterException) as exc:
             raise ValueError(f"Invalid value for [{section}] {name} = {value!r} in config: {exc}") from exc
 
     def _parse_or_no_value(self, value: Any) -> Any:
@@ -247,9 +258,7 @@ class Parameter:
         if self.__class__ is not Parameter:
             return
         if not isinstance(param_value, str):
-            warnings.warn(
-                f'Parameter "{param_name}" with value "{param_value}" is not of type string.', stacklevel=2
-            )
+            warn(f'Parameter "{param_name}" with value "{param_value}" is not of type string.')
 
     def _parser_kwargs(self, param_name: str, task_name: str | None = None) -> dict[str, Any]:
         """Keyword arguments for argparse's add_argument for this parameter's flag."""

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import datetime
 import inspect
-import warnings
 from pathlib import Path
 from typing import Any
 
 from luigi.freezing import FrozenOrderedDict
-from luigi.parameter.base import OptionalParameterTypeWarning, Parameter
+from luigi.parameter.base import OptionalParameterTypeWarning, Parameter, warn
 from luigi.parameter.dates import DateParameter
 from luigi.parameter.misc import PathParameter
 from luigi.parameter.scalars import (
@@ -55,20 +54,21 @@ class OptionalParameterMixin(Parameter):
         return super().normalize(x)
 
     def next_in_enumeration(self, value: Any) -> Any:
-        if value is None:
-            return None
-        return super().next_in_enumeration(value)
+        """None: optional values do not form ranges (the summary lists them one by one)."""
+        return None
 
     def _warn_on_wrong_param_type(self, param_name: str, param_value: Any) -> None:
         if param_value is None or isinstance(param_value, self.expected_type):
             return
-        expected = self.expected_type if isinstance(self.expected_type, tuple) else (self.expected_type,)
-        names = '", "'.join(kind.__name__ for kind in expected)
         owner = type(self).__name__
-        warnings.warn(
-            f'{owner} "{param_name}" with value "{param_value}" is not of type "{names}" or None.',
+        if isinstance(self.expected_type, tuple):
+            names = ", ".join(f'"{kind.__name__}"' for kind in self.expected_type)
+            expected = f"of any type in [{names}]"
+        else:
+            expected = f'of type "{self.expected_type.__name__}"'
+        warn(
+            f'{owner} "{param_name}" with value "{param_value}" is not {expected} or None.',
             OptionalParameterTypeWarning,
-            stacklevel=2,
         )
 
 
@@ -135,19 +135,19 @@ class OptionalDateParameter(OptionalParameterMixin, DateParameter):
 class OptionalDictParameter(OptionalParameterMixin, DictParameter):
     """A dict that may be None."""
 
-    expected_type = (dict, FrozenOrderedDict)
+    expected_type = FrozenOrderedDict
 
 
 class OptionalListParameter(OptionalParameterMixin, ListParameter):
-    """A list that may be None."""
+    """A list (held as a tuple) that may be None."""
 
-    expected_type = (list, tuple)
+    expected_type = tuple
 
 
 class OptionalTupleParameter(OptionalParameterMixin, TupleParameter):
     """A tuple that may be None."""
 
-    expected_type = (list, tuple)
+    expected_type = tuple
 
 
 class OptionalChoiceParameter(OptionalParameterMixin, ChoiceParameter):

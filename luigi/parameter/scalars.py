@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import operator
-import warnings
 from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import Any
 
-from luigi.parameter.base import Parameter, ParameterException, _no_value
+from luigi.parameter.base import Parameter, ParameterException, _no_value, warn
 
 
 class StrParameter(Parameter):
@@ -19,9 +18,7 @@ class StrParameter(Parameter):
 
     def _warn_on_wrong_param_type(self, param_name: str, param_value: Any) -> None:
         if not isinstance(param_value, str):
-            warnings.warn(
-                f'Parameter "{param_name}" with value "{param_value}" is not of type string.', stacklevel=2
-            )
+            warn(f'Parameter "{param_name}" with value "{param_value}" is not of type string.')
 
 
 class IntParameter(Parameter):
@@ -161,6 +158,8 @@ class ChoiceParameter(Parameter):
         super().__init__(*args, **kwargs)
         self._var_type = var_type
         self._choices = tuple(dict.fromkeys(choices))  # declaration order, without repeats
+        if isinstance(var_type, type) and not all(isinstance(choice, var_type) for choice in self._choices):
+            raise AssertionError("Invalid type in choices")
         listed = ", ".join(str(choice) for choice in self._choices)
         self.description = _join_description(self.description, f"Choices: {{{listed}}}")
 

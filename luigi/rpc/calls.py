@@ -15,6 +15,7 @@ from typing import Any
 from luigi.rpc_methods import RpcArgumentError, RpcMethod
 
 BATCH_URL_SUFFIX = "api/_batch"
+_DEFAULT_ATTEMPTS = 3  # what Luigi's _request asks while the answer is null, unless a method says
 
 # Calls whose answer no caller uses (the scheduler returns nothing for them), so they may be sent later,
 # in order, in one ``/api/_batch`` request. Calls that steer scheduling soon after (get_work, ping,
@@ -26,6 +27,7 @@ BUFFERABLE_METHODS = frozenset(
         "add_worker",
         "set_task_status_message",
         "set_task_progress_percentage",
+        "append_task_log",
     }
 )
 
@@ -46,13 +48,48 @@ class EncodedCall:
 
 def encode_call(method: RpcMethod, args: Sequence[Any], kwargs: Mapping[str, Any]) -> EncodedCall:
     """Check and encode a call; RpcArgumentError (a TypeError) names the method and bad argument."""
+    return EncodedCall(method.name, _dumps(method.name, call_arguments(method, args, kwargs)))
+
+
+def call_arguments(method: RpcMethod, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments dict a call sends, defaults merged in as Luigi's client does; RpcArgumentError names
+    a bad argument (a missing one in Luigi's words, ``<name> takes N arguments (M given)``, and ours)."""
     named = _name_arguments(method, args, kwargs)
+    _check_required(method, named)
     try:
-        bound = method.bind_to_send(named)
+        return method.bind_to_send(named)
     except RpcArgumentError:
         # Values JSON would carry fine (a tuple for a list, say): judge them as the server will see them.
-        bound = method.bind_to_send(_json_round_trip(method.name, named))
-    return EncodedCall(method.name, _dumps(method.name, bound))
+        return method.bind_to_send(_json_round_trip(method.name, named))
+
+
+def request_options(method: RpcMethod) -> dict[str, Any]:
+    """The keywords Luigi's generated method passes ``_request``: ``attempts`` (ping's 1) and
+    ``allow_null`` (get_work's False) only where the method declares other than the defaults."""
+    options: dict[str, Any] = {}
+    if method.attempts != _DEFAULT_ATTEMPTS:
+        options["attempts"] = method.attempts
+    if not method.allow_null:
+        options["allow_null"] = False
+    return options
+
+
+_REQUIRED: dict[str, tuple[str, ...]] = {}  # method name -> its required parameters, found once
+
+
+def _check_required(method: RpcMethod, named: Mapping[str, Any]) -> None:
+    required = _REQUIRED.get(method.name)
+    if required is None:
+        required = _REQUIRED[method.name] = tuple(p.name for p in method.parameters if p.required)
+    missing = [name for name in required if name not in named]
+    if not missing:
+        return
+    luigis = [p for p in method.parameters if not p.extension]
+    given = len({p.name for p in luigis if not p.required} | set(named))
+    which = f"argument {missing[0]!r}" if len(missing) == 1 else "arguments " + ", ".join(map(repr, missing))
+    raise RpcArgumentError(
+        f"{method.name} takes {len(luigis)} arguments ({given} given): missing required {which}"
+    )
 
 
 def batch_payload(calls: Sequence[EncodedCall], stop_on_error: bool = False) -> str:
@@ -125,7 +162,7 @@ def _name_arguments(method: RpcMethod, args: Sequence[Any], kwargs: Mapping[str,
     for key, value in kwargs.items():
         if key in named:
             raise RpcArgumentError(f"{method.name}() got multiple values for argument {key!r}")
-        if method.var_keyword is None and not method.takes(key):
+        if method.var_keyword is None and not method.lenient and not method.takes(key):
             expected = ", ".join(names) or "no arguments"
             raise RpcArgumentError(
                 f"{method.name}() got an unexpected argument {key!r} (it takes: {expected})"

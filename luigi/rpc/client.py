@@ -16,7 +16,6 @@ a client.
 from __future__ import annotations
 
 import atexit
-import logging
 import os
 import random
 import time
@@ -44,6 +43,9 @@ from luigi.rpc.errors import (
     summarise,
     undelivered,
 )
+from luigi.rpc.fetchers import class_probe
+from luigi.rpc.hooks import fetcher_class, logger, rpc_logger
+from luigi.rpc.layers import LuigiLayers
 from luigi.rpc.options import ClientOptions, request_headers
 from luigi.rpc.pipeline import Pipeline, PipelineSlot, SentRequest, note_fork, this_process
 from luigi.rpc.retry import RetryPolicy, checked_ride_out, real_sleep
@@ -55,16 +57,18 @@ if TYPE_CHECKING:
 
 __all__ = ["RemoteScheduler", "logger"]
 
-logger = logging.getLogger("luigi-interface")
-
 DEFAULT_BATCH_SIZE = 200
 _MAX_BATCH_BYTES = 1 << 20  # also send once this much JSON is held (the server caps request bodies)
 _NO_BATCH_ENDPOINT = frozenset({404, 405, 501})  # how a server without /api/_batch answers it
 _EXIT_FLUSH_LOCK_TIMEOUT = 5.0
 
 
-class RemoteScheduler:
+class RemoteScheduler(LuigiLayers):
     """A scheduler on another host (or Unix socket), used by a ``Worker`` like the in-process one.
+
+    Luigi's hooks (``_request``, ``_fetch``, ``_fetcher``, ``_rpc_retry_attempts``, ``_rpc_retry_wait``,
+    ``_rpc_log_retries``, ``_connect_timeout``) are its attributes, read at each call: see
+    ``luigi.rpc.layers`` for what replacing one of the first three does.
 
     Args:
         url: ``http://host:port/``, ``https://...`` or ``http+unix://<percent-encoded socket path>/``;
@@ -96,14 +100,21 @@ class RemoteScheduler:
     ) -> None:
         options = ClientOptions.resolve(connect_timeout, retry_attempts, retry_wait, log_retries, auth_token)
         self._address: SchedulerAddress = parse_scheduler_url(url)
+        self._url = url.strip().rstrip("/")
+        self._shown_url = self._address.url.rstrip("/")
         self._connect_timeout = options.connect_timeout
+        self._rpc_retry_attempts = options.retry_attempts
+        self._rpc_retry_wait = _whole_if_integral(options.retry_wait)
+        self._rpc_log_retries = options.log_retries
+        self._fetcher_class = fetcher_class()
+        self._fetcher_class_untouched = class_probe(self._fetcher_class)
+        self._fetcher_headers = _token_header(options.auth_token)
         self._use_channel = options.use_channel
+        self._sleep = sleep if sleep is not None else real_sleep
         self._retry = RetryPolicy(
-            self._address.url,
-            options.retry_attempts,
-            options.retry_wait,
-            options.log_retries,
-            sleep=sleep if sleep is not None else real_sleep,
+            self._shown_url,
+            self,
+            sleep=self._sleep,
             clock=clock if clock is not None else time.monotonic,
             rng=rng if rng is not None else random.Random(),
         )
@@ -129,6 +140,8 @@ class RemoteScheduler:
         decrease_running_task_resources = SchedulerAPI.decrease_running_task_resources
         add_scheduler_message_response = SchedulerAPI.add_scheduler_message_response
         report_task_statistics = SchedulerAPI.report_task_statistics
+        scheduler_features = SchedulerAPI.scheduler_features
+        append_task_log = SchedulerAPI.append_task_log
 
         def __getattr__(self, name: str) -> Any: ...  # the other RPC methods
 
@@ -153,6 +166,9 @@ class RemoteScheduler:
 
     def flush(self) -> None:
         """Send every held call now; RPCError if the scheduler refused or failed any of them."""
+        if self._layers_replaced():
+            self._send_through_layers(self._take_pipelined())
+            return
         pipeline = self._own_pipeline()
         with pipeline.lock:
             self._read_sent(pipeline)
@@ -166,6 +182,7 @@ class RemoteScheduler:
             pipeline = self._own_pipeline()
             with pipeline.lock:
                 pipeline.connection.close()
+            self._close_fetcher()
 
     def ask_ahead(self, **get_work_kwargs: Any) -> bool:
         """Send the held calls and a ``get_work`` without waiting; ``take_ahead`` returns its response.
@@ -174,6 +191,8 @@ class RemoteScheduler:
         ours takes this (False, nothing sent, for any other, or while an earlier one is unread).
         """
         call = encode_call(RPC_METHODS["get_work"], (), get_work_kwargs)
+        if self._layers_replaced():
+            return False
         pipeline = self._own_pipeline()
         with pipeline.lock:
             if not (self._batching and self._wire.json_bodies) or pipeline.asked_ahead():
@@ -204,7 +223,9 @@ class RemoteScheduler:
     # -- one call -------------------------------------------------------------------------------------
 
     def _call(self, method: RpcMethod, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
-        """What every generated RPC method does: check, then hold or send."""
+        """What every generated RPC method does: check, then hold or send (or go through Luigi's layers)."""
+        if self._layers_replaced():
+            return self._call_through_layers(method, args, kwargs)
         call = encode_call(method, args, kwargs)
         pipeline = self._own_pipeline()
         with pipeline.lock:
@@ -217,7 +238,7 @@ class RemoteScheduler:
             if self._batching and pipeline.held:
                 return self._send_with_held(pipeline, method, call)
             self._deliver_held(pipeline)
-            return self._request(f"api/{method.name}", call.kwargs_json, method.attempts, method.allow_null)
+            return self._send_one(f"api/{method.name}", call.kwargs_json, method.attempts, method.allow_null)
 
     def _send_with_held(self, pipeline: Pipeline, method: RpcMethod, call: EncodedCall) -> Any:
         """Send the held calls and then ``call`` in one ``/api/_batch`` request; ``call``'s response.
@@ -235,7 +256,7 @@ class RemoteScheduler:
                 raise self._undelivered(pipeline, exc, held) from exc
             self._stop_batching(exc)
             self._send_one_by_one(pipeline, held)
-            return self._request(f"api/{method.name}", call.kwargs_json, method.attempts, method.allow_null)
+            return self._send_one(f"api/{method.name}", call.kwargs_json, method.attempts, method.allow_null)
         errors = [
             error
             for error in checked_batch_errors(self._address.url, [*held, call], reply)
@@ -259,19 +280,19 @@ class RemoteScheduler:
                 error,
                 status=error.status,
             )
-        return self._request(f"api/{method.name}", call.kwargs_json, method.attempts, method.allow_null)
+        return self._send_one(f"api/{method.name}", call.kwargs_json, method.attempts, method.allow_null)
 
-    def _request(self, url_suffix: str, data_json: str, attempts: int = 3, allow_null: bool = True) -> Any:
+    def _send_one(self, url_suffix: str, data_json: str, attempts: int = 3, allow_null: bool = True) -> Any:
         """The ``response`` of one RPC, asking up to ``attempts`` times while it is null (if not allowed)."""
         for _ in range(max(1, attempts)):
             response = self._wire.fetch(self._own_pipeline().connection, url_suffix, data_json)
             if response is not None or allow_null:
                 return response
-            logger.debug(
-                "Remote scheduler %r answered %s with null; asking again", self._address.url, url_suffix
+            rpc_logger().debug(
+                "Remote scheduler %r answered %s with null; asking again", self._shown_url, url_suffix
             )
         raise RPCError(
-            f"Received null response from remote scheduler {self._address.url!r} "
+            f"Received null response from remote scheduler {self._shown_url!r} "
             f"for {url_suffix} ({max(1, attempts)} attempts)"
         )
 
@@ -367,7 +388,7 @@ class RemoteScheduler:
         failures: list[str] = []
         for index, call in enumerate(calls):
             try:
-                self._request(f"api/{call.method}", call.kwargs_json, RPC_METHODS[call.method].attempts)
+                self._send_one(f"api/{call.method}", call.kwargs_json, RPC_METHODS[call.method].attempts)
             except RPCError as exc:
                 if exc.status is None:  # no answer at all: the rest would fail the same way
                     earlier = f" (earlier: {summarise(failures)})" if failures else ""
@@ -395,7 +416,7 @@ class RemoteScheduler:
 
     def _stop_batching(self, refusal: RPCError) -> None:
         self._batching = False
-        logger.info(
+        rpc_logger().info(
             "Remote scheduler %r has no /api/_batch (HTTP %s); sending calls one at a time",
             self._address.url,
             refusal.status,
@@ -421,8 +442,28 @@ class RemoteScheduler:
         return Pipeline(connection)
 
     def _own_pipeline(self) -> Pipeline:
-        """This process's pipeline; a forked child never uses its parent's."""
-        return self._pipelines.get()
+        """This process's pipeline (a forked child never uses its parent's), with the socket timeout
+        ``_connect_timeout`` says now."""
+        pipeline = self._pipelines.get()
+        if pipeline.connection.timeout != self._connect_timeout:
+            pipeline.connection.set_timeout(self._connect_timeout)
+        return pipeline
+
+    def _take_pipelined(self) -> list[EncodedCall]:
+        """The held calls, once the answers to requests already sent are read: Luigi's layers send them."""
+        pipeline = self._own_pipeline()
+        with pipeline.lock:
+            self._read_sent(pipeline)
+            return pipeline.take_held()
+
+
+def _whole_if_integral(seconds: float) -> float:
+    """``seconds`` as an int when it is one: Luigi's ``_rpc_retry_wait`` is, and it is logged as is."""
+    return int(seconds) if float(seconds).is_integer() else seconds
+
+
+def _token_header(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token is not None else {}
 
 
 def _make_rpc_method(method: RpcMethod) -> Callable[..., Any]:
@@ -456,8 +497,11 @@ def _flush_at_exit(client: RemoteScheduler) -> None:
     pipeline = client._pipelines.current
     if pipeline.pid != this_process() or pipeline.idle():
         return
+    if client._layers_replaced():
+        _flush_through_layers_at_exit(client)
+        return
     if not pipeline.lock.acquire(timeout=_EXIT_FLUSH_LOCK_TIMEOUT):
-        logger.error(
+        rpc_logger().error(
             "%d calls to remote scheduler %r were never sent", len(pipeline.held), client._address.url
         )
         return
@@ -465,9 +509,20 @@ def _flush_at_exit(client: RemoteScheduler) -> None:
         client._read_sent(pipeline)
         client._deliver_held(pipeline)
     except RPCError:
-        logger.exception("Sending the last calls to remote scheduler %r at exit failed", client._address.url)
+        rpc_logger().exception(
+            "Sending the last calls to remote scheduler %r at exit failed", client._address.url
+        )
     finally:
         pipeline.lock.release()
+
+
+def _flush_through_layers_at_exit(client: RemoteScheduler) -> None:
+    try:
+        client.flush()
+    except Exception:  # whatever a user's replaced layer raises: at exit it can only be logged
+        rpc_logger().exception(
+            "Sending the last calls to remote scheduler %r at exit failed", client._address.url
+        )
 
 
 def _flush_clients_at_exit() -> None:

@@ -50,7 +50,7 @@ class KeepAliveConnection:
 
     def __init__(self, address: SchedulerAddress, timeout: float | None) -> None:
         self._address = address
-        self._timeout = timeout
+        self.timeout = timeout  # of each socket; change it with ``set_timeout``
         self._stream: _SocketStream | None = None
         self._host_header = ""
         self._used = False  # whether the open socket has already carried a full exchange
@@ -66,6 +66,12 @@ class KeepAliveConnection:
         otherwise, and then no socket is asked again. On the channel, requests must have JSON bodies.
         """
         self._channel = (path, headers)
+
+    def set_timeout(self, timeout: float | None) -> None:
+        """Use ``timeout`` from now on, on the open socket too."""
+        self.timeout = timeout
+        if self._stream is not None:
+            self._stream.settimeout(timeout)
 
     def post(self, path: str, body: bytes, headers: dict[str, str]) -> HTTPAnswer:
         """Send one POST and read the whole answer."""
@@ -137,7 +143,7 @@ class KeepAliveConnection:
 
     def _open(self) -> _SocketStream:
         self._host_header = self._address.host_header
-        self._stream = _SocketStream(self._address.open_socket(self._timeout))
+        self._stream = _SocketStream(self._address.open_socket(self.timeout))
         self._used = self._asked = self.on_channel = False
         return self._stream
 
@@ -344,6 +350,9 @@ class _SocketStream:
 
     def close(self) -> None:
         self._sock.close()
+
+    def settimeout(self, timeout: float | None) -> None:
+        self._sock.settimeout(timeout)
 
     def has_unread(self) -> bool:
         """Whether bytes already received have not been read yet."""

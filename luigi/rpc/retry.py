@@ -10,18 +10,24 @@ Luigi's worker exits at once instead (a ride-out of 0). Answers refusing a reque
 from __future__ import annotations
 
 import http.client
-import logging
 import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from luigi.rpc.errors import RPCError, SchedulerHTTPError, TransientError, describe
+from luigi.rpc.hooks import rpc_logger
 
-__all__ = ["MAX_BACKOFF", "RetryPolicy", "checked_ride_out", "is_unreachable", "real_sleep", "retry_delay"]
-
-logger = logging.getLogger("luigi-interface")
+__all__ = [
+    "MAX_BACKOFF",
+    "RetryPolicy",
+    "RetrySettings",
+    "checked_ride_out",
+    "is_unreachable",
+    "real_sleep",
+    "retry_delay",
+]
 
 T = TypeVar("T")
 
@@ -61,6 +67,15 @@ def real_sleep(seconds: float) -> None:
     time.sleep(seconds)  # looked up at call time so that patching ``time.sleep`` reaches it
 
 
+class RetrySettings(Protocol):
+    """Where a policy reads, at each request, how many attempts, the cap of the wait between them and
+    whether to log them: the client's attributes of Luigi's names, which users' tests set."""
+
+    _rpc_retry_attempts: int
+    _rpc_retry_wait: float
+    _rpc_log_retries: bool
+
+
 @dataclass
 class RetryPolicy:
     """How often, and how long, one request is asked again while the scheduler does not answer it.
@@ -69,13 +84,21 @@ class RetryPolicy:
     """
 
     url: str  # named in messages
-    attempts: int
-    wait: float  # the cap of the backoff between ordinary attempts
-    log_retries: bool = True
+    settings: RetrySettings
     ride_out: float = 0.0  # seconds to keep asking an unreachable scheduler after the attempts (0: none)
     sleep: Callable[[float], None] = real_sleep
     clock: Callable[[], float] = time.monotonic
     rng: random.Random = field(default_factory=random.Random)
+
+    @property
+    def attempts(self) -> int:
+        """Attempts before giving up (or riding out), at least one."""
+        return max(1, int(self.settings._rpc_retry_attempts))
+
+    @property
+    def wait(self) -> float:
+        """The cap of the backoff between ordinary attempts, in seconds."""
+        return float(self.settings._rpc_retry_wait)
 
     def run(self, what: str, attempt: Callable[[], T], ride_out: bool = True) -> T:
         """``attempt()``'s result; it raises TransientError for a failure worth asking again.
@@ -84,14 +107,15 @@ class RetryPolicy:
         """
         failure: BaseException | None = None
         started: float | None = None  # when the first attempt failed
-        for number in range(1, self.attempts + 1):
+        attempts = self.attempts
+        for number in range(1, attempts + 1):
             try:
                 return attempt()
             except TransientError as exc:
                 failure = exc.cause
                 if started is None:
                     started = self.clock()
-            if number < self.attempts:
+            if number < attempts:
                 self._wait_before_retry(number, what, failure)
         error = self._gave_up(failure)
         if not ride_out or self.ride_out <= 0 or started is None:
@@ -101,7 +125,7 @@ class RetryPolicy:
     def _ride_out(self, what: str, attempt: Callable[[], T], error: RPCError, started: float) -> T:
         """Keep asking, the backoff still growing, until the scheduler answers or has been unreachable
         for ``ride_out`` seconds since the first failed attempt."""
-        logger.warning(
+        rpc_logger().warning(
             "Scheduler unreachable during %s (%s); retrying for up to %g s", what, error, self.ride_out
         )
         number = self.attempts - 1
@@ -113,9 +137,10 @@ class RetryPolicy:
             except TransientError as exc:
                 error = self._gave_up(exc.cause)
                 continue
-            logger.info("Scheduler reachable again after %.1f s; resuming %s", self.clock() - started, what)
+            back_after = self.clock() - started
+            rpc_logger().info("Scheduler reachable again after %.1f s; resuming %s", back_after, what)
             return result
-        logger.error("Scheduler still unreachable after %g s; giving up", self.clock() - started)
+        rpc_logger().error("Scheduler still unreachable after %g s; giving up", self.clock() - started)
         raise error
 
     def _gave_up(self, failure: BaseException | None) -> RPCError:
@@ -129,8 +154,8 @@ class RetryPolicy:
 
     def _wait_before_retry(self, attempt: int, what: str, failure: BaseException | None) -> None:
         delay = retry_delay(attempt, self.wait, self.rng)
-        if self.log_retries:
-            logger.warning(
+        if self.settings._rpc_log_retries:
+            rpc_logger().warning(
                 "Failed connecting to remote scheduler %r (%s, attempt %d of %d): %s; retrying in %.1f s",
                 self.url,
                 what,

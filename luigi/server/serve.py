@@ -27,6 +27,7 @@ from luigi.server.settings import ServerSettings
 
 if TYPE_CHECKING:
     from luigi.scheduler.core import Scheduler
+    from luigi.schedules import ScheduleService
 
 __all__ = ["DEFAULT_ADDRESS", "DEFAULT_PORT", "CannotListenError", "SchedulerServer", "run", "stop"]
 
@@ -65,8 +66,10 @@ class SchedulerServer:
         port: int = DEFAULT_PORT,
         address: str | None = DEFAULT_ADDRESS,
         unix_socket: str | None = None,
+        schedules: ScheduleService | None = None,
     ) -> None:
         self.scheduler = scheduler
+        self.schedules = schedules  # started once listening, stopped first on the way down
         self.settings = settings if settings is not None else ServerSettings.from_config()
         self.port = port
         self.address = DEFAULT_ADDRESS if address is None else address
@@ -109,6 +112,14 @@ class SchedulerServer:
         host = self.address if self.address not in ("", "0.0.0.0", "::") else "localhost"
         return f"http://{_url_host(host)}:{self.bound_port()}"
 
+    def scheduler_url(self) -> str:
+        """The ``--scheduler-url`` a client on this machine uses to reach this server."""
+        if self.unix_socket is not None:
+            from luigi.rpc.address import unix_socket_url
+
+            return unix_socket_url(os.path.abspath(self.unix_socket))
+        return self.base_url() + "/"
+
     async def serve(self) -> None:
         """Serve until ``stop()`` or a stop signal, then close connections and listening sockets."""
         self.bind()
@@ -129,9 +140,13 @@ class SchedulerServer:
         handled = self._install_signal_handlers()
         logger.info("luigid listening on %s; visualiser at %s", self.where(), self._visualiser_url())
         self.ready.set()
+        if self.schedules is not None:
+            self.schedules.start(self.scheduler_url())
         try:
             await self._stopping.wait()
         finally:
+            if self.schedules is not None:  # while still serving: the stopped runs report to us
+                await self.schedules.stop()
             pruning.stop()
             folding.stop()
             for sig in handled:
@@ -233,28 +248,51 @@ def run(
     scheduler has one; at exit calls its ``dump()`` and ``close()`` when present.
     """
     global _current
+    schedules = None
     if scheduler is None:
-        scheduler = durable_scheduler()
-    server = SchedulerServer(scheduler, settings, port=api_port, address=address, unix_socket=unix_socket)
+        schedules = configured_schedules()  # a bad [schedule:<name>] section stops us before anything
+        scheduler = durable_scheduler(schedules)
+    server = SchedulerServer(
+        scheduler, settings, port=api_port, address=address, unix_socket=unix_socket, schedules=schedules
+    )
     server.bind()
     _current = server
     try:
         if load:
             _call_hook(scheduler, "load", reraise=True)  # a store that cannot be used is fatal: say so now
+        if schedules is not None:
+            schedules.open()
         asyncio.run(server.serve())
     finally:
         _current = None
         server.close_sockets()
         _call_hook(scheduler, "dump")
         _call_hook(scheduler, "close")
+        if schedules is not None:
+            schedules.close()
 
 
-def durable_scheduler() -> Any:
+def durable_scheduler(schedules: ScheduleService | None = None) -> Any:
     """The scheduler ``luigid`` serves: server mode, state kept in the store ``[scheduler]`` names."""
     from luigi.scheduler import Scheduler
+    from luigi.scheduler.settings import SchedulerConfig
     from luigi.scheduler.store import open_store_from_config
+    from luigi.scheduler.store.task_logs import open_task_logs_from_config
 
-    return Scheduler(store=open_store_from_config())
+    config = SchedulerConfig.from_config()
+    return Scheduler(
+        config,
+        store=open_store_from_config(config=config),
+        task_logs=open_task_logs_from_config(config),
+        schedules=schedules,
+    )
+
+
+def configured_schedules() -> ScheduleService | None:
+    """The ``[schedule:<name>]`` sections as a service, or None; ScheduleConfigError for a bad one."""
+    from luigi.schedules import ScheduleService
+
+    return ScheduleService.from_config()
 
 
 def stop() -> None:

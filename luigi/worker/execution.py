@@ -27,6 +27,7 @@ from luigi.task import Task
 from luigi.task_status import DONE
 from luigi.worker.lookahead import AheadAsker
 from luigi.worker.messages import Message
+from luigi.worker.output_capture import captured_output
 from luigi.worker.task_process import (
     SchedulerMessage,
     TaskOutcome,
@@ -180,14 +181,21 @@ class InProcessRunner:
         ahead = self._ahead
         if ahead is None:
             self._opened(task_id)
-            self._outcomes.append(process.run())
+            self._outcomes.append(self._run(process, reporter))
             return
         # (a worker phasing out runs what it was granted, and asks for nothing more)
         ahead.before_start(task_id, self._taking_work(), self._get_work_kwargs)
         self._opened(task_id)
         started = time.monotonic()
-        self._outcomes.append(process.run())
+        self._outcomes.append(self._run(process, reporter))
         ahead.ran(time.monotonic() - started)
+
+    def _run(self, process: TaskProcess, reporter: TaskStatusReporter) -> TaskOutcome:
+        """Run the task here, its output kept as the run's log when the scheduler keeps logs."""
+        if self._options.task_log_max_bytes <= 0:
+            return process.run()
+        with captured_output(reporter.append_task_log, self._options.task_log_max_bytes):
+            return process.run()
 
     def starts_elsewhere(self, task_id: str) -> None:
         """Another runner starts ``task_id``: no ask ahead goes before it, so held reports go now."""

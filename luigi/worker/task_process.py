@@ -144,6 +144,9 @@ class TaskStatusReporter:
     def add_scheduler_message_response(self, task_id: str, message_id: str, response: Any) -> None:
         self._scheduler.add_scheduler_message_response(task_id, message_id, response)
 
+    def append_task_log(self, run: str, offset: int, chunk: str, ended: bool) -> None:
+        self._scheduler.append_task_log(self._task_id, self._worker_id, run, offset, chunk, ended)
+
 
 # The reporter methods a child process may ask its parent to call (nothing else is honoured).
 FORWARDABLE_REPORTS = frozenset(
@@ -154,6 +157,7 @@ FORWARDABLE_REPORTS = frozenset(
         "decrease_running_resources",
         "report_task_statistics",
         "add_scheduler_message_response",
+        "append_task_log",
     }
 )
 
@@ -168,6 +172,7 @@ class TaskRunOptions:
     completion_cache: dict[str, bool] | None = None
     task_process_context: str | None = None
     in_child_process: bool = False
+    task_log_max_bytes: int = 0  # of each run's output to capture and ship to the scheduler (0: none)
 
 
 class TaskProcess:

@@ -171,7 +171,7 @@ def test_a_failed_task_is_reported_and_its_error_can_be_fetched(served):
 def test_an_unknown_method_is_a_404_with_the_servers_message(served):
     client = RemoteScheduler(served.url, sleep=lambda seconds: None)
     with pytest.raises(RPCError, match="HTTP 404: No scheduler RPC method named 'nope'"):
-        client._request("api/nope", "{}")
+        client._send_one("api/nope", "{}")
     assert served.wait_for_paths(["/api/nope"]) == ["/api/nope"]
     client.close()
 

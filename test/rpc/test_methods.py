@@ -18,6 +18,9 @@ from luigi.rpc_methods import (
 from luigi.scheduler import Scheduler
 
 VISUALISER_METHODS = ("task_counts", "task_page", "task_detail", "graph_view")  # ours, beside Luigi's 39
+TASK_LOG_METHODS = ("scheduler_features", "append_task_log", "task_log")  # ours too
+# Ours too: the schedules luigid runs (luigi/schedules); an in-process scheduler answers that it has none.
+SCHEDULE_METHODS = ("schedule_list", "schedule_log", "schedule_pause", "schedule_resume", "schedule_trigger")
 READ_ONLY = {
     "count_pending",
     "graph",
@@ -37,6 +40,10 @@ READ_ONLY = {
     "update_metrics_task_started",
     "report_task_statistics",
     *VISUALISER_METHODS,
+    "scheduler_features",
+    "task_log",
+    "schedule_list",
+    "schedule_log",
 }
 
 
@@ -52,8 +59,9 @@ def scheduler_methods() -> set[str]:
     }
 
 
-def test_the_scheduler_exposes_exactly_the_39_registered_methods_plus_the_visualisers():
-    assert len(RPC_METHODS) == 39 + len(VISUALISER_METHODS)
+def test_the_scheduler_exposes_exactly_the_39_registered_methods_plus_ours():
+    ours = len(VISUALISER_METHODS) + len(TASK_LOG_METHODS) + len(SCHEDULE_METHODS)
+    assert len(RPC_METHODS) == 39 + ours
     assert scheduler_methods() == set(RPC_METHODS)
 
 
@@ -204,8 +212,12 @@ SAMPLE_CALLS = [
     ("re_enable_task", {"task_id": "A"}),
     ("disable_worker", {"worker": "someone-else"}),
     ("prune", {}),
+    ("schedule_list", {}),
     ("update_metrics_task_started", {"task": "B"}),
     ("report_task_statistics", {"task_id": "B", "statistics": {"rows": 3}}),
+    ("scheduler_features", {}),
+    ("append_task_log", {"task_id": "B", "worker": WORKER, "run": "r1", "offset": 0, "chunk": "hi\n"}),
+    ("task_log", {"task_id": "B"}),
 ]
 
 
@@ -214,5 +226,6 @@ def test_every_method_answers_strict_json_when_invoked_with_wire_arguments():
     for name, kwargs in SAMPLE_CALLS:
         result = invoke(sch, name, kwargs)
         json.dumps(result, allow_nan=False)
-    assert {name for name, _ in SAMPLE_CALLS} == set(RPC_METHODS)
+    # The schedules' buttons refuse a scheduler without schedules; test/schedules calls them on a luigid.
+    assert {name for name, _ in SAMPLE_CALLS} | set(SCHEDULE_METHODS) == set(RPC_METHODS)
     assert invoke(sch, "task_list", {"status": "DONE"})["B"]["status"] == "DONE"

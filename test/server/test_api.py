@@ -110,8 +110,12 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
         "announce_scheduling_failure",
         {"task_name": "Root()", "family": "Root", "params": {}, "expl": "no", "owners": [], "worker": W},
     ),
+    ("schedule_list", {}),
     ("update_metrics_task_started", {"task": {"id": "Root()"}}),
     ("report_task_statistics", {"task_id": "Leaf(n=1)", "statistics": {"rows": 10}}),
+    ("scheduler_features", {}),
+    ("append_task_log", {"task_id": "Leaf(n=1)", "worker": W, "run": "r1", "offset": 0, "chunk": "hi\n"}),
+    ("task_log", {"task_id": "Leaf(n=1)", "offset": 0}),
     ("prune", {}),
     ("add_worker", {"worker": W2, "info": [["host", "h2"]]}),
     ("disable_worker", {"worker": W2}),
@@ -139,8 +143,30 @@ def as_json(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
+# A scheduler without schedules refuses these (400, naming the fix); test/schedules runs them on a luigid
+# that has some.
+SCHEDULE_BUTTONS: list[tuple[str, dict[str, Any]]] = [
+    ("schedule_log", {"name": "nightly", "run": 1}),
+    ("schedule_pause", {"name": "nightly"}),
+    ("schedule_resume", {"name": "nightly"}),
+    ("schedule_trigger", {"name": "nightly"}),
+]
+
+
 def test_the_scenario_uses_every_registered_method():
-    assert {name for name, _ in SCENARIO} == set(RPC_METHODS)
+    assert {name for name, _ in SCENARIO + SCHEDULE_BUTTONS} == set(RPC_METHODS)
+
+
+def test_a_scheduler_without_schedules_refuses_their_buttons_naming_the_fix(served):
+    _, probe = served
+    direct, _clock = make_scheduler()
+    for name, kwargs in SCHEDULE_BUTTONS:
+        with pytest.raises(ValueError) as refused:
+            getattr(direct, name)(**kwargs)
+        verb = "POST" if RPC_METHODS[name].mutating else "GET"
+        reply = probe.call(name, kwargs, verb=verb)
+        assert (reply.status, reply.json()) == (400, {"error": str(refused.value)}), name
+        assert "[schedule:<name>]" in str(refused.value)
 
 
 def test_every_method_answers_over_http_as_the_scheduler_does_directly(served, fixed_message_ids):

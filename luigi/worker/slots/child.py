@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 
 import psutil
 
+from luigi.worker.output_capture import captured_output
 from luigi.worker.slots.pipe import JsonLineReader, JsonLineWriter
 from luigi.worker.task_process import SchedulerMessage, TaskOutcome, TaskProcess, TaskRunOptions
 
@@ -37,12 +38,14 @@ class ForwardingStatusReporter:
 
     def __init__(self, writer: JsonLineWriter, task_id: str, message_reader: JsonLineReader | None) -> None:
         self._writer = writer
+        self._lock = threading.Lock()  # the output capture's thread reports too
         self.scheduler_messages = (
             PipeMessageQueue(message_reader, self, task_id) if message_reader is not None else None
         )
 
     def _forward(self, name: str, *args: Any) -> None:
-        self._writer.send({"report": name, "args": list(args)})
+        with self._lock:
+            self._writer.send({"report": name, "args": list(args)})
 
     def update_tracking_url(self, tracking_url: str) -> None:
         self._forward("update_tracking_url", tracking_url)
@@ -61,6 +64,9 @@ class ForwardingStatusReporter:
 
     def add_scheduler_message_response(self, task_id: str, message_id: str, response: Any) -> None:
         self._forward("add_scheduler_message_response", task_id, message_id, response)
+
+    def append_task_log(self, run: str, offset: int, chunk: str, ended: bool) -> None:
+        self._forward("append_task_log", run, offset, chunk, ended)
 
 
 class PipeMessageQueue:
@@ -173,7 +179,8 @@ def _run_job(
     random.seed()  # tasks in a fresh process would each get their own random state
     reporter = ForwardingStatusReporter(writer, task.task_id, reader if task.accepts_messages else None)
     options = TaskRunOptions(**job["options"], completion_cache=cache, in_child_process=True)
-    return TaskProcess(task, reporter, options, timeout=job.get("timeout")).run()
+    with captured_output(reporter.append_task_log, options.task_log_max_bytes):
+        return TaskProcess(task, reporter, options, timeout=job.get("timeout")).run()
 
 
 def _restore_process_state(home: str, environment: dict[str, str]) -> None:

@@ -112,6 +112,31 @@ export function makeActions({ api, notify, refresh }) {
       done: paused ? 'Scheduler paused.' : 'Scheduler resumed.',
     }),
 
+    pauseSchedule: (name) => perform({
+      title: 'Pause the schedule',
+      body: [el('p', { text: 'Its slots pass without a run until it is resumed (luigid remembers this across restarts):' }), taskLine(name)],
+      confirmLabel: 'Pause',
+      danger: true,
+      call: () => api.call('schedule_pause', { name }),
+      done: `Schedule ${name} paused.`,
+    }),
+
+    resumeSchedule: (name) => perform({
+      title: 'Resume the schedule',
+      body: [el('p', { text: 'It runs again from its next slot on; the slots passed while paused are not run:' }), taskLine(name)],
+      confirmLabel: 'Resume',
+      call: () => api.call('schedule_resume', { name }),
+      done: `Schedule ${name} resumed.`,
+    }),
+
+    triggerSchedule: (name) => perform({
+      title: 'Run the schedule now',
+      body: [el('p', { text: 'luigid starts its command now, as for a slot at this moment:' }), taskLine(name)],
+      confirmLabel: 'Run now',
+      call: () => api.call('schedule_trigger', { name }),
+      done: (r) => `Run #${r && r.run} of ${name} started.`,
+    }),
+
     sendMessage: async (task) => {
       const content = await askText({
         title: 'Send a message to the task',

@@ -14,8 +14,9 @@ import graph from './graph.js';
 import workers from './workers.js';
 import resources from './resources.js';
 import history from './history.js';
+import schedules from './schedules.js';
 
-export const VIEWS = [tasks, graph, workers, resources, history];
+export const VIEWS = [tasks, graph, workers, resources, schedules, history];
 
 /** The view a `tab` value names (Luigi's names and aliases), or the task list. */
 export function viewFor(tab) {
