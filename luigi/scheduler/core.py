@@ -94,7 +94,7 @@ class Scheduler:
         if batch_notifier is None and config.batch_emails:
             batch_notifier = default_batch_notifier()
         self._batch_notifier = batch_notifier
-        self._state.metrics = _metrics_collector(config, SchedulerVitals(self._state, self._task_history))
+        self._state.metrics = self._metrics_collector(config)
         self._intake = ReportIntake(self._state, self._rules, self._task_history, batch_notifier)
         self._get_work = GetWork(self._state, self._rules, self._task_history)
         self._store: StateStore = store if store is not None else NullStore()
@@ -121,6 +121,16 @@ class Scheduler:
     def config(self) -> SchedulerConfig:
         """The settings this scheduler runs with."""
         return self._config
+
+    def _metrics_collector(self, config: SchedulerConfig) -> MetricsCollector:
+        """The collector ``[scheduler] metrics_collector`` names; one that reads the scheduler's figures
+        (overrides ``watch_scheduler``) is shown them. The default collector needs none, so none are made."""
+        collector: MetricsCollector = MetricsCollectors.get(
+            config.metrics_collector, config.metrics_custom_import
+        )
+        if type(collector).watch_scheduler is not MetricsCollector.watch_scheduler:
+            collector.watch_scheduler(SchedulerVitals(self._state, self._task_history))
+        return collector
 
     @property
     def metrics_collector(self) -> MetricsCollector:
@@ -659,15 +669,6 @@ class Scheduler:
         except Exception:  # a collector is a plug-in: its bug must not fail the worker's report
             logger.exception("Metrics collector failed on statistics of %s", task_id)
         return None
-
-
-def _metrics_collector(config: SchedulerConfig, vitals: SchedulerVitals) -> MetricsCollector:
-    """The collector ``[scheduler] metrics_collector`` names, shown the scheduler's vital figures."""
-    collector: MetricsCollector = MetricsCollectors.get(
-        config.metrics_collector, config.metrics_custom_import
-    )
-    collector.watch_scheduler(vitals)
-    return collector
 
 
 def _task_id_of(task: Any) -> str | None:
