@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.luigid_bench          # wide, chain, lattice; N = 1k, 10k; workers 1, 2
     .venv/bin/python -m bench.luigid_bench --shapes wide --sizes 100000 --workers 2
     .venv/bin/python -m bench.luigid_bench --latency-only
+    .venv/bin/python -m bench.luigid_bench --shapes wide --sizes 10000 --metrics-collector prometheus
 
 Each case gets a fresh ``luigid`` (own port and state file) and runs ``luigi.build(..., scheduler_url=...)``
 in a subprocess with its own ``BENCH_DIR`` for the task outputs, under ``$BENCH_ROOT`` when set
@@ -56,6 +57,13 @@ class PeakRss:
             with contextlib.suppress(psutil.Error):
                 self._seen = max(self._seen, self._process.memory_info().rss)
 
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the process used so far: less sensitive to a busy machine than wall."""
+        with contextlib.suppress(psutil.Error):
+            times = self._process.cpu_times()
+            return float(times.user + times.system)
+        return float("nan")
+
     def peak_mib(self) -> float:
         self._stop.set()
         self._thread.join()
@@ -69,11 +77,11 @@ class PeakRss:
 
 
 @contextlib.contextmanager
-def luigid(folder: str) -> Iterator[tuple[str, int]]:
+def luigid(folder: str, metrics_collector: str = "default") -> Iterator[tuple[str, int]]:
     """A fresh luigid on a free port; yields (url, pid) once it answers, stops it afterwards."""
     port = _free_port()
     config = Path(folder, "luigid.cfg")
-    config.write_text("[scheduler]\nrecord_task_history = false\n")
+    config.write_text(f"[scheduler]\nrecord_task_history = false\nmetrics_collector = {metrics_collector}\n")
     env = dict(os.environ, LUIGI_CONFIG_PATH=str(config))
     argv = [str(LUIGID), "--port", str(port), "--state-path", os.path.join(folder, "state.db")]
     with open(os.path.join(folder, "luigid.log"), "wb") as log:
@@ -103,12 +111,12 @@ def run_case(shape: str, n: int, workers: int, url: str) -> dict[str, float]:
     return {"ok": bool(ok), "wall_s": wall, "tasks_per_s": n / wall}
 
 
-def measure_case(shape: str, n: int, workers: int) -> dict[str, float]:
+def measure_case(shape: str, n: int, workers: int, metrics_collector: str = "default") -> dict[str, float]:
     with (
         tempfile.TemporaryDirectory(prefix="luigid-bench-") as folder,
         tempfile.TemporaryDirectory(prefix="luigid-bench-out-", dir=os.environ.get("BENCH_ROOT")) as outputs,
     ):
-        with luigid(folder) as (url, pid):
+        with luigid(folder, metrics_collector) as (url, pid):
             rss = PeakRss(pid)
             out = subprocess.run(
                 [sys.executable, "-m", "bench.luigid_bench", "--one", shape, str(n), str(workers), url],
@@ -118,15 +126,21 @@ def measure_case(shape: str, n: int, workers: int) -> dict[str, float]:
                 text=True,
             )
             result = json.loads(out.stdout.strip().splitlines()[-1])
+            result["luigid_cpu_s"] = rss.cpu_s()
             result["luigid_mib"] = rss.peak_mib()
     return result
 
 
-def get_work_latency(pending: int = 100_000, calls: int = 1_000) -> dict[str, float]:
+def get_work_latency(
+    pending: int = 100_000, calls: int = 1_000, metrics_collector: str = "default"
+) -> dict[str, float]:
     """Median and p95 ``get_work`` time (ms) with ``pending`` tasks waiting, and how long adding took."""
     from luigi.rpc import RemoteScheduler
 
-    with tempfile.TemporaryDirectory(prefix="luigid-bench-") as folder, luigid(folder) as (url, pid):
+    with (
+        tempfile.TemporaryDirectory(prefix="luigid-bench-") as folder,
+        luigid(folder, metrics_collector) as (url, pid),
+    ):
         rss = PeakRss(pid)
         client = RemoteScheduler(url)
         client.add_worker("bench-worker", {"workers": 1})
@@ -163,6 +177,11 @@ def main() -> None:
     parser.add_argument("--workers", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--latency-only", action="store_true")
     parser.add_argument("--no-latency", action="store_true")
+    parser.add_argument(
+        "--metrics-collector",
+        default="default",
+        help="luigid's [scheduler] metrics_collector (e.g. prometheus)",
+    )
     parser.add_argument("--one", nargs=4, metavar=("SHAPE", "N", "WORKERS", "URL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -170,18 +189,21 @@ def main() -> None:
         print(json.dumps(run_case(shape, int(n), int(workers), url)))
         return
     if not args.latency_only:
-        print(f"{'shape':<9}{'N':>8}{'workers':>8}{'tasks/s':>10}{'wall s':>9}{'luigid MiB':>12}  ok")
+        print(
+            f"{'shape':<9}{'N':>8}{'workers':>8}{'tasks/s':>10}{'wall s':>9}"
+            f"{'luigid CPU s':>14}{'luigid MiB':>12}  ok"
+        )
         for shape in args.shapes:
             for n in args.sizes:
                 for workers in args.workers:
-                    r = measure_case(shape, n, workers)
+                    r = measure_case(shape, n, workers, args.metrics_collector)
                     print(
                         f"{shape:<9}{n:>8}{workers:>8}{r['tasks_per_s']:>10.0f}{r['wall_s']:>9.2f}"
-                        f"{r['luigid_mib']:>12.0f}  {r['ok']}",
+                        f"{r['luigid_cpu_s']:>14.2f}{r['luigid_mib']:>12.0f}  {r['ok']}",
                         flush=True,
                     )
     if not args.no_latency:
-        r = get_work_latency()
+        r = get_work_latency(metrics_collector=args.metrics_collector)
         print(
             f"get_work with 100,000 pending: median {r['median_ms']:.2f} ms, p95 {r['p95_ms']:.2f} ms "
             f"(1,000 calls; adding took {r['add_s']:.1f} s; luigid peak {r['luigid_mib']:.0f} MiB)",

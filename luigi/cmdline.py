@@ -29,6 +29,7 @@ def luigid(argv: Sequence[str] | None = None) -> None:
     import luigi.server
     from luigi import configuration, process
     from luigi.database import StorageError
+    from luigi.metrics import MetricsSetupError
     from luigi.schedules.spec import ScheduleConfigError
     from luigi.setup_logging import DaemonLogging
 
@@ -56,6 +57,7 @@ def luigid(argv: Sequence[str] | None = None) -> None:
         process.ServerSetupError,
         luigi.server.CannotListenError,
         StorageError,
+        MetricsSetupError,
         ScheduleConfigError,
     ) as exc:
         print(f"luigid: {exc}", file=sys.stderr)

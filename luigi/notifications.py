@@ -11,7 +11,6 @@ import base64
 import html
 import logging
 import os
-import smtplib
 import socket
 import sys
 from collections.abc import Iterable, Mapping
@@ -160,13 +159,12 @@ def generate_email(
     subject: str,
     message: str,
     recipients: Iterable[str],
-    images_png: str | Iterable[str] | None = None,
+    image_png: str | Iterable[str] | None = None,
 ) -> MIMEMultipart:
-    """A MIME multipart message: the body in ``[email] format`` plus any PNG files attached inline."""
-    subtype = "html" if email().format == "html" else "plain"
+    """A MIME multipart message: the body as ``text/<[email] format>`` plus any PNG files attached inline."""
     root = MIMEMultipart("related")
-    root.attach(MIMEText(message, subtype, "utf-8"))
-    for path in _as_paths(images_png):
+    root.attach(MIMEText(message, email().format, "utf-8"))
+    for path in _as_paths(image_png):
         with open(path, "rb") as fh:
             root.attach(MIMEImage(fh.read(), "png"))
     root["Subject"] = subject
@@ -175,12 +173,12 @@ def generate_email(
     return root
 
 
-def _as_paths(images_png: str | Iterable[str] | None) -> list[str]:
-    if not images_png:
+def _as_paths(image_png: str | Iterable[str] | None) -> list[str]:
+    if not image_png:
         return []
-    if isinstance(images_png, str):
-        return [images_png]
-    return list(images_png)
+    if isinstance(image_png, str):
+        return [image_png]
+    return list(image_png)
 
 
 def wrap_traceback(traceback: str) -> str:
@@ -295,7 +293,8 @@ def _split_addresses(recipients: Iterable[str | None]) -> list[str]:
     ]
 
 
-def _prefixed(subject: str) -> str:
+def _prefix(subject: str) -> str:
+    """``<[email] prefix> <subject>`` when a prefix is set."""
     prefix = email().prefix
     return f"{prefix} {subject}" if prefix else subject
 
@@ -312,25 +311,28 @@ def send_email(
 ) -> None:
     """Send through ``[email] method`` unless sending is disabled; failures are logged, never raised.
 
-    A notification that cannot be delivered must not hide the failure it was reporting, so transport
+    The sender (``send_email_<method>``) is looked up in this module at each call, so a test may replace
+    it. A notification that cannot be delivered must not hide the failure it was reporting, so transport
     errors end up in the log (naming the method and the problem) rather than propagating.
     """
-    subject = _prefixed(subject)
-    addresses = _split_addresses(recipients)
-    if not addresses:
+    subject = _prefix(subject)
+    if not isinstance(recipients, (list, tuple)):
+        recipients = tuple(recipients)  # read an iterator once; lists and tuples are logged as given
+    if not recipients or tuple(recipients) == (None,):
         return
     reason = _email_disabled_reason()
     if reason:
-        logger.info("Not sending email to %r because %s", addresses, reason)
+        logger.info("Not sending email to %r because %s", recipients, reason)
         return
-    method = email().method
+    addresses = _split_addresses(recipients)
     logger.info("Sending email to %r", addresses)
     if DEBUG:
         logger.debug("Email from %s, subject %r:\n%s", sender, subject, message)
+    method = email().method
     try:
         transport = globals()[_TRANSPORTS[method]]  # looked up per call so tests can patch send_email_*
         transport(sender, subject, message, addresses, image_png)
-    except (OSError, smtplib.SMTPException, EmailSetupError) as exc:
+    except (OSError, EmailSetupError) as exc:
         logger.error("Failed to send email to %r with [email] method=%s: %s", addresses, method, exc)
 
 
@@ -353,13 +355,20 @@ def send_email_smtp(
     recipients: list[str],
     image_png: str | Iterable[str] | None = None,
 ) -> None:
-    """Deliver over SMTP (or SMTP over SSL), upgrading with STARTTLS when offered unless ``no_tls``."""
+    """Deliver over SMTP (or SMTP over SSL), upgrading with STARTTLS when offered unless ``no_tls``.
+
+    Shaped as Luigi's, because users' tests replace ``smtplib.SMTP`` with a mock and check the calls:
+    ``smtplib`` is imported here, the connection object is used without ``with`` and never sent
+    ``quit()``, and a connection error is logged, not raised.
+    """
+    import smtplib
+
     config = smtp()
     kwargs: dict[str, Any] = dict(host=config.host, port=config.port, local_hostname=config.local_hostname)
     if config.timeout:
         kwargs["timeout"] = config.timeout
-    connection_class = smtplib.SMTP_SSL if config.ssl else smtplib.SMTP
-    with connection_class(**kwargs) as connection:
+    try:
+        connection = smtplib.SMTP_SSL(**kwargs) if config.ssl else smtplib.SMTP(**kwargs)
         connection.ehlo_or_helo_if_needed()
         if connection.has_extn("starttls") and not config.no_tls:
             connection.starttls()
@@ -367,6 +376,8 @@ def send_email_smtp(
             connection.login(config.username, config.password)
         mail = generate_email(sender, subject, message, recipients, image_png)
         connection.sendmail(sender, recipients, mail.as_string())
+    except OSError as exc:  # socket errors, and smtplib's own (SMTPException is an OSError)
+        logger.error("Not able to connect to smtp server: %s", exc)
 
 
 def send_email_ses(
@@ -385,16 +396,21 @@ def send_email_ses(
     logger.debug("Message sent to SES. MessageId: %s", response.get("MessageId"))
 
 
+_SNS_SUBJECT_LIMIT = 100
+
+
 def send_email_sns(
     sender: str,
     subject: str,
     message: str,
-    recipients: list[str],
+    topic_ARN: list[str],  # Luigi's keyword name
     image_png: str | Iterable[str] | None = None,
 ) -> None:
     """Publish to the Amazon SNS topic whose ARN is the first recipient (SNS caps subjects at 100)."""
     boto3 = _import_for_method("boto3", "sns")
-    response = boto3.client("sns").publish(TopicArn=recipients[0], Subject=subject[:100], Message=message)
+    if len(subject) > _SNS_SUBJECT_LIMIT:
+        subject = subject[:48] + "..." + subject[-49:]  # keeps both ends, within the limit
+    response = boto3.resource("sns").Topic(topic_ARN[0]).publish(Subject=subject, Message=message)
     logger.debug("Message sent to SNS. MessageId: %s", response.get("MessageId"))
 
 
@@ -407,9 +423,11 @@ def send_email_sendgrid(
 ) -> None:
     """Deliver through the SendGrid API with ``[sendgrid] apikey``."""
     sendgrid_module = _import_for_method("sendgrid", "sendgrid")
-    helpers = _import_for_method("sendgrid.helpers.mail", "sendgrid")
+    apikey = sendgrid().apikey
+    if not apikey:
+        raise EmailSetupError("[email] method=sendgrid needs [sendgrid] apikey to be set")
     is_html = email().format == "html"
-    mail = helpers.Mail(
+    mail = sendgrid_module.Mail(
         from_email=sender,
         to_emails=recipients,
         subject=subject,
@@ -417,10 +435,7 @@ def send_email_sendgrid(
         plain_text_content=None if is_html else message,
     )
     for path in _as_paths(image_png):
-        mail.add_attachment(_sendgrid_png_attachment(helpers, path))
-    apikey = sendgrid().apikey
-    if not apikey:
-        raise EmailSetupError("[email] method=sendgrid needs [sendgrid] apikey to be set")
+        mail.add_attachment(_sendgrid_png_attachment(sendgrid_module, path))
     sendgrid_module.SendGridAPIClient(apikey).send(mail)
 
 

@@ -3,72 +3,22 @@
 from __future__ import annotations
 
 import contextlib
-import email as email_lib
 import logging
 import os
 import shutil
-import socket
 import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from email.message import Message
 from typing import Any
 
 import pytest
-from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
+from helpers.luigid import free_port
+from helpers.smtp_server import Mailbox, smtp_on_localhost
 
 from luigi import configuration, notifications, parameter
 from luigi.task import Task
-
-
-@dataclass
-class Delivery:
-    """One message as the server received it."""
-
-    mail_from: str
-    rcpt_tos: list[str]
-    message: Message
-    over_tls: bool
-    login: str | None
-
-    @property
-    def body(self) -> str:
-        part = self.message.get_payload()[0]
-        return part.get_payload(decode=True).decode("utf-8")
-
-
-class Mailbox:
-    """aiosmtpd handler keeping every message it accepts."""
-
-    def __init__(self) -> None:
-        self.deliveries: list[Delivery] = []
-
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        login = session.auth_data.login.decode() if session.authenticated else None
-        self.deliveries.append(
-            Delivery(
-                envelope.mail_from,
-                list(envelope.rcpt_tos),
-                email_lib.message_from_bytes(envelope.content),
-                session.ssl is not None,
-                login,
-            )
-        )
-        return "250 OK"
-
-    def only(self) -> Delivery:
-        """The single message received (aiosmtpd inspects handler attributes, so this is no property)."""
-        assert len(self.deliveries) == 1, self.deliveries
-        return self.deliveries[0]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture
@@ -77,20 +27,15 @@ def start_smtp():
 
     Each call points ``[smtp]`` at the new server and returns its Mailbox; all are stopped afterwards.
     """
-    controllers: list[Controller] = []
+    with contextlib.ExitStack() as servers:
 
-    def start(**controller_kwargs: Any) -> Mailbox:
-        mailbox = Mailbox()
-        controller = Controller(mailbox, hostname="127.0.0.1", port=_free_port(), **controller_kwargs)
-        controller.start()
-        controllers.append(controller)
-        _set("smtp", "host", "127.0.0.1")
-        _set("smtp", "port", str(controller.port))
-        return mailbox
+        def start(**controller_kwargs: Any) -> Mailbox:
+            mailbox = servers.enter_context(smtp_on_localhost(**controller_kwargs))
+            _set("smtp", "host", "127.0.0.1")
+            _set("smtp", "port", str(mailbox.port))
+            return mailbox
 
-    yield start
-    for controller in controllers:
-        controller.stop()
+        yield start
 
 
 @pytest.fixture
@@ -280,10 +225,10 @@ def test_ssl_connects_with_smtp_over_ssl(start_smtp, tls_files):
 def test_unreachable_server_is_logged_not_raised(caplog):
     _set("email", "force_send", "true")
     _set("smtp", "host", "127.0.0.1")
-    _set("smtp", "port", str(_free_port()))
+    _set("smtp", "port", str(free_port()))
     with caplog.at_level(logging.ERROR, logger="luigi-interface"):
         notifications.send_error_email("subject", "body", additional_recipients="a@example.com")
-    assert "Failed to send email to ['a@example.com'] with [email] method=smtp" in caplog.text
+    assert "Not able to connect to smtp server: [Errno 111] Connection refused" in caplog.text
 
 
 @pytest.mark.parametrize(
@@ -384,3 +329,173 @@ def test_debug_flag_is_a_plain_module_attribute(smtp_server, monkeypatch, caplog
         notifications.send_error_email("subject", "the body", additional_recipients="a@example.com")
     assert "the body" in caplog.text
     assert smtp_server.only().body == "the body"
+
+
+# -- the hooks users' tests patch (LUIGI_COMPAT j.8) -------------------------------------------------------
+
+
+class RecordingSMTP:
+    """Stands in for ``smtplib.SMTP`` the way users' tests replace it: records each call on the object."""
+
+    instances: list[RecordingSMTP] = []
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.kwargs = kwargs
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        RecordingSMTP.instances.append(self)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("__enter__", "__exit__"):
+            raise AttributeError(name)
+
+        def record(*args: Any) -> Any:
+            self.calls.append((name, args))
+            return name == "has_extn"  # the server offers STARTTLS
+
+        return record
+
+
+def test_send_email_smtp_uses_the_connection_without_with_in_luigis_order_and_never_quits(monkeypatch):
+    import smtplib
+
+    RecordingSMTP.instances = []
+    monkeypatch.setattr(smtplib, "SMTP", RecordingSMTP)  # imported inside send_email_smtp: the patch holds
+    _set("smtp", "host", "mail.example.com")
+    _set("smtp", "port", "2525")
+    _set("smtp", "username", "me")
+    _set("smtp", "password", "pw")
+    notifications.send_email_smtp("from@x", "subject", "body", ["a@x"], None)
+    (connection,) = RecordingSMTP.instances
+    assert connection.kwargs == {
+        "host": "mail.example.com",
+        "port": 2525,
+        "local_hostname": None,
+        "timeout": 10.0,
+    }
+    names = [name for name, _ in connection.calls]
+    assert names == ["ehlo_or_helo_if_needed", "has_extn", "starttls", "login", "sendmail"]
+    assert connection.calls[3] == ("login", ("me", "pw"))
+    sender, recipients, text = connection.calls[4][1]
+    assert (sender, recipients) == ("from@x", ["a@x"]) and "Subject: subject" in text
+
+
+def test_send_email_looks_up_the_method_sender_at_call_time(monkeypatch, caplog):
+    _set("email", "force_send", "true")
+    sent: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(notifications, "send_email_smtp", lambda *args: sent.append(args))
+    with caplog.at_level(logging.INFO, logger="luigi-interface"):
+        notifications.send_email("subject", "body", "from@x", ["a@x, b@x", "c@x"])
+    assert sent == [("from@x", "subject", "body", ["a@x", "b@x", "c@x"], None)]
+    assert "Sending email to ['a@x', 'b@x', 'c@x']" in caplog.text
+
+
+def test_disabled_sending_names_the_recipients_as_given_and_the_reason(caplog):
+    _set("email", "format", "none")
+    with caplog.at_level(logging.INFO, logger="luigi-interface"):
+        notifications.send_email("subject", "body", "from@x", ("a@x, b@x",))
+    assert "Not sending email to ('a@x, b@x',) because email format is 'none'" in caplog.text
+
+
+def test_no_recipients_or_only_none_returns_before_anything_is_logged(caplog):
+    _set("email", "format", "none")
+    with caplog.at_level(logging.INFO, logger="luigi-interface"):
+        notifications.send_email("subject", "body", "from@x", ())
+        notifications.send_email("subject", "body", "from@x", (None,))
+    assert caplog.text == ""
+
+
+class FakeBoto3:
+    """A ``boto3`` module stand-in in ``sys.modules``, as users stub it: records what is published."""
+
+    def __init__(self) -> None:
+        self.published: list[tuple[str, dict[str, Any]]] = []
+        self.raw: list[dict[str, Any]] = []
+
+    def resource(self, name: str) -> Any:
+        assert name == "sns"
+        fake = self
+
+        class Topic:
+            def __init__(self, arn: str) -> None:
+                self.arn = arn
+
+            def publish(self, **kwargs: Any) -> dict[str, str]:
+                fake.published.append((self.arn, kwargs))
+                return {"MessageId": "1"}
+
+        return type("Resource", (), {"Topic": staticmethod(Topic)})()
+
+    def client(self, name: str) -> Any:
+        assert name == "ses"
+        fake = self
+
+        class Ses:
+            def send_raw_email(self, **kwargs: Any) -> dict[str, str]:
+                fake.raw.append(kwargs)
+                return {"MessageId": "2"}
+
+        return Ses()
+
+
+def test_sns_publishes_to_the_topic_and_keeps_both_ends_of_a_long_subject(monkeypatch):
+    boto3 = FakeBoto3()
+    monkeypatch.setitem(sys.modules, "boto3", boto3)
+    subject = "S" * 60 + "E" * 60
+    notifications.send_email_sns("from@x", subject, "body", ["arn:aws:sns:eu-west-1:1:topic"], None)
+    ((arn, kwargs),) = boto3.published
+    assert arn == "arn:aws:sns:eu-west-1:1:topic"
+    assert kwargs == {"Subject": "S" * 48 + "..." + "E" * 49, "Message": "body"}
+    assert len(kwargs["Subject"]) == 100
+
+
+def test_ses_sends_the_raw_mime_message(monkeypatch):
+    boto3 = FakeBoto3()
+    monkeypatch.setitem(sys.modules, "boto3", boto3)
+    notifications.send_email_ses("from@x", "subject", "body", ["a@x"], None)
+    ((kwargs),) = boto3.raw
+    assert (kwargs["Source"], kwargs["Destinations"]) == ("from@x", ["a@x"])
+    assert "Subject: subject" in kwargs["RawMessage"]["Data"]
+
+
+def test_sendgrid_builds_a_mail_and_sends_it_with_the_api_key(monkeypatch):
+    sent: list[tuple[str, dict[str, Any]]] = []
+
+    class Client:
+        def __init__(self, apikey: str) -> None:
+            self.apikey = apikey
+
+        def send(self, mail: dict[str, Any]) -> None:
+            sent.append((self.apikey, mail))
+
+    module = type(sys)("sendgrid")
+    module.SendGridAPIClient = Client  # type: ignore[attr-defined]
+    module.Mail = lambda **kwargs: kwargs  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sendgrid", module)
+    _set("sendgrid", "apikey", "SG.key")
+    notifications.send_email_sendgrid("from@x", "subject", "body", ["a@x"], None)
+    assert sent == [
+        (
+            "SG.key",
+            {
+                "from_email": "from@x",
+                "to_emails": ["a@x"],
+                "subject": "subject",
+                "html_content": None,
+                "plain_text_content": "body",
+            },
+        )
+    ]
+
+
+def test_generate_email_takes_image_png_by_keyword_and_sets_the_text_subtype_from_the_format():
+    _set("email", "format", "html")
+    message = notifications.generate_email("from@x", "subj", "<b>hi</b>", ["a@x"], image_png=None)
+    (text,) = message.get_payload()
+    assert text.get_content_type() == "text/html"
+
+
+def test_the_subject_prefix_and_the_disabled_reason_are_reachable_as_in_luigi():
+    _set("email", "prefix", "[prod]")
+    assert notifications._prefix("x") == "[prod] x"
+    _set("email", "format", "none")
+    assert notifications._email_disabled_reason() == "email format is 'none'"

@@ -6,8 +6,9 @@ transitions, pruning, get_work) and ``views/`` (read-only answers), which both s
 ``hooks`` holds the side effects (disable notices, batched e-mails, task history) and ``store/`` keeps
 the state across restarts. This module only re-exports, plus Luigi's module-level names.
 
-``luigi.scheduler.time`` is the module the default clock reads, and ``luigi.scheduler.notifications``
-is where disable notices go by default; tests may patch either.
+``luigi.scheduler.time`` is the module the default clock reads, ``luigi.scheduler.notifications`` is
+where disable notices go by default, and ``Scheduler(batch_emails=True)`` builds
+``luigi.scheduler.BatchNotifier``; tests may patch any of them (each is looked up here at call time).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 from luigi import notifications  # isort: split
 
 from luigi import batch_notifier, metrics, task_history
+from luigi.batch_notifier import BatchNotifier
+from luigi.metrics import MetricsCollectors
 from luigi.rpc_methods import RPC_METHODS
 from luigi.scheduler.hooks import FailureBatcher
 from luigi.scheduler.model.clock import Clock, ManualClock, system_time
@@ -72,6 +75,8 @@ __all__ = [
     "RUNNING",
     "SUSPENDED",
     "UNKNOWN",
+    "BatchNotifier",
+    "MetricsCollectors",
     "UPSTREAM_DISABLED",
     "UPSTREAM_FAILED",
     "UPSTREAM_MISSING_INPUT",

@@ -14,7 +14,14 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from luigi.scheduler.hooks import FailureBatcher, default_history, default_notifier, record_history
+from luigi.metrics import MetricsCollector, MetricsCollectors
+from luigi.scheduler.hooks import (
+    FailureBatcher,
+    default_batch_notifier,
+    default_history,
+    default_notifier,
+    record_history,
+)
 from luigi.scheduler.model.changes import ChangeSet
 from luigi.scheduler.model.clock import Clock, system_time
 from luigi.scheduler.model.records import TaskRecord
@@ -33,6 +40,7 @@ from luigi.scheduler.views.census import Census
 from luigi.scheduler.views.neighbourhood import GraphViews, detail_of
 from luigi.scheduler.views.serialize import serialize_task, traverse_graph
 from luigi.scheduler.views.task_pages import PageQuery, TaskPages
+from luigi.scheduler.views.vitals import SchedulerVitals
 from luigi.task import Config
 from luigi.task_history import TaskHistory
 from luigi.task_status import (
@@ -58,7 +66,8 @@ class Scheduler:
         task_history_impl: where transitions are recorded (Luigi's name; ``task_history`` is ours).
         clock: the source of time (default: ``time.time`` looked up at each call).
         notifier: ``notifier(subject, message, owners)`` when a task is disabled for failing too often.
-        batch_notifier: collects failures for batched e-mails when ``batch_emails`` is on.
+        batch_notifier: collects failures for batched e-mails when ``batch_emails`` is on (default: a
+            ``luigi.scheduler.BatchNotifier()``).
         store: where the state survives restarts (``luigid``: a ``SqlStore``); default: nowhere.
         task_logs: the run logs ``luigid`` keeps (``store.task_logs``); default: none kept.
         schedules: the schedules ``luigid`` runs (``luigi.schedules``); default: none.
@@ -90,7 +99,10 @@ class Scheduler:
         self._rules = StatusRules(self._state, notifier or default_notifier)
         self._pending = queries.PendingCounter(self._state)
         self._task_history = task_history if task_history is not None else default_history(config)
+        if batch_notifier is None and config.batch_emails:
+            batch_notifier = default_batch_notifier()
         self._batch_notifier = batch_notifier
+        self._state.metrics = self._metrics_collector(config)
         self._intake = ReportIntake(self._state, self._rules, self._task_history, batch_notifier)
         self._get_work = GetWork(self._state, self._rules, self._task_history)
         self._store: StateStore = store if store is not None else NullStore()
@@ -117,6 +129,21 @@ class Scheduler:
     def config(self) -> SchedulerConfig:
         """The settings this scheduler runs with."""
         return self._config
+
+    def _metrics_collector(self, config: SchedulerConfig) -> MetricsCollector:
+        """The collector ``[scheduler] metrics_collector`` names; one that reads the scheduler's figures
+        (overrides ``watch_scheduler``) is shown them. The default collector needs none, so none are made."""
+        collector: MetricsCollector = MetricsCollectors.get(
+            config.metrics_collector, config.metrics_custom_import
+        )
+        if type(collector).watch_scheduler is not MetricsCollector.watch_scheduler:
+            collector.watch_scheduler(SchedulerVitals(self._state, self._task_history))
+        return collector
+
+    @property
+    def metrics_collector(self) -> MetricsCollector:
+        """The collector told of task transitions (``[scheduler] metrics_collector``), served at /metrics."""
+        return self._state.metrics
 
     # -- durable state (not RPC methods) ----------------------------------------------------------------
 
@@ -162,8 +189,18 @@ class Scheduler:
         self._store.fold(due_only, limit)
 
     def dump(self) -> None:
-        """Luigi's name for saving the state at exit: the same as ``flush``."""
-        self.flush()
+        """Save the state at exit (as ``flush``) and send the batched e-mails collected so far."""
+        try:
+            self.flush()
+        finally:
+            self._send_batched_emails()
+
+    def _send_batched_emails(self) -> None:
+        if self._config.batch_emails and self._batch_notifier is not None:
+            try:
+                self._batch_notifier.send_email()
+            except Exception:  # at exit, mail trouble is only logged: the state is what must be saved
+                logger.exception("Could not send batched failure e-mails")
 
     def close(self) -> None:
         """Flush, then release the store (which folds its journal) and the task history (at exit)."""
@@ -630,14 +667,42 @@ class Scheduler:
         if not self._config.batch_emails or self._batch_notifier is None:
             return None
         unbatched = unbatched_params(self._state, worker, family, params)
-        self._batch_notifier.add_scheduling_fail(task_name, family, unbatched, expl, owners)
+        try:
+            self._batch_notifier.add_scheduling_fail(task_name, family, unbatched, expl, owners)
+        except Exception:  # the batcher is replaceable: mail trouble must not fail the worker's call
+            logger.exception("Could not queue the batched e-mail about %s", task_name)
         return None
 
     def update_metrics_task_started(self, task: Any) -> None:
-        """Metrics hook (no collector yet)."""
+        """Tell the metrics collector a task was handed out (a record, or over RPC the id of a known task)."""
+        record = task if isinstance(task, TaskRecord) else self._state.tasks.get(_task_id_of(task) or "")
+        if record is None:
+            return None
+        try:
+            self._state.metrics.handle_task_started(record)
+        except Exception:  # a collector is a plug-in: its bug must not fail the grant
+            logger.exception("Metrics collector failed on %s starting", record.id)
+        return None
 
     def report_task_statistics(self, task_id: str, statistics: Any) -> None:
-        """Metrics hook (no collector yet)."""
+        """Pass a running task's statistics to the metrics collector (ignored for an unknown task)."""
+        task = self._state.tasks.get(task_id)
+        if task is None:
+            return None
+        try:
+            self._state.metrics.handle_task_statistics(task, statistics)
+        except Exception:  # a collector is a plug-in: its bug must not fail the worker's report
+            logger.exception("Metrics collector failed on statistics of %s", task_id)
+        return None
+
+
+def _task_id_of(task: Any) -> str | None:
+    """The id in an RPC's ``task`` argument: the id itself, or an object with an ``id``."""
+    if isinstance(task, str):
+        return task
+    if isinstance(task, dict) and isinstance(task.get("id"), str):
+        return str(task["id"])
+    return None
 
 
 def _over_the_limit(

@@ -1,7 +1,8 @@
-"""Pluggable side effects of the scheduler: disable notices, batched failure e-mails, task history."""
+"""Pluggable side effects of the scheduler: disable notices, batched failure e-mails, metrics, history."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 from typing import Any, Protocol
@@ -31,6 +32,15 @@ class FailureBatcher(Protocol):
 
     def update(self) -> None:
         """Send what is due."""
+
+    def send_email(self) -> None:
+        """Send everything collected now (``luigid`` at exit)."""
+
+
+def default_batch_notifier() -> FailureBatcher:
+    """A new ``luigi.scheduler.BatchNotifier()``, looked up there at each call so tests may replace it."""
+    notifier: FailureBatcher = importlib.import_module("luigi.scheduler").BatchNotifier()
+    return notifier
 
 
 def default_notifier(subject: str, message: str, owners: list[str]) -> None:

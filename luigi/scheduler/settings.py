@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from luigi.metrics import MetricsCollectors
+from luigi.metrics import MetricsCollectors, MetricsSetupError
 from luigi.parameter import (
     BoolParameter,
     EnumParameter,
@@ -236,14 +236,15 @@ def _typed_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _metrics_collector(value: Any, where: str) -> MetricsCollectors:
-    """The collector named ``value`` (or ``value`` itself); a ValueError names ``where`` and the choices."""
+    """The collector named ``value`` (or ``value`` itself); a MetricsSetupError (a ValueError) names
+    ``where`` and the choices, so that luigid stops with that one line."""
     if isinstance(value, MetricsCollectors):
         return value
     try:
         return MetricsCollectors[str(value).strip()]
     except KeyError:
         names = ", ".join(MetricsCollectors.__members__)
-        raise ValueError(
+        raise MetricsSetupError(
             f"{where} = {value!r} is not a metrics collector (expected one of: {names})"
         ) from None
 

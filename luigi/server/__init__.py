@@ -12,6 +12,7 @@ from luigi.server.app import STATIC_DIR, app
 from luigi.server.embed import _init_api
 from luigi.server.handlers import VISUALISER_PATH
 from luigi.server.history import BaseTaskHistoryHandler, from_utc
+from luigi.server.metrics import MetricsHandler
 from luigi.server.serve import DEFAULT_ADDRESS, DEFAULT_PORT, CannotListenError, SchedulerServer, run, stop
 from luigi.server.settings import AUTH_TOKEN_ENV, CorsPolicy, ServerSettings, cors
 
@@ -26,6 +27,7 @@ __all__ = [
     "VISUALISER_PATH",
     "CannotListenError",
     "CorsPolicy",
+    "MetricsHandler",
     "RPCHandler",
     "SchedulerServer",
     "ServerSettings",

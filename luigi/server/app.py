@@ -18,6 +18,7 @@ from luigi.server.channel import Channels
 from luigi.server.guard import HostPolicy, refusal
 from luigi.server.handlers import NotFoundHandler, Refused, RootHandler, StaticHandler
 from luigi.server.history import history_routes
+from luigi.server.metrics import MetricsHandler
 from luigi.server.settings import ServerSettings
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ def app(
         (r"/", RootHandler, dict(common)),
         (r"/api/_batch", BatchHandler, {**api, "channels": channels}),
         (r"/api/(.*)", RpcHandler, api),
+        (r"/metrics", MetricsHandler, api),
         *history_routes(scheduler, settings),
     ]
     options: dict[str, Any] = {

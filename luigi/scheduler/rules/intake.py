@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,8 @@ from luigi.scheduler.rules.resources import check_resource_amounts
 from luigi.scheduler.rules.transitions import StatusRules
 from luigi.task_history import TaskHistory
 from luigi.task_status import BATCH_RUNNING, DISABLED, DONE, FAILED, PENDING, RUNNING, SUSPENDED, UNKNOWN
+
+logger = logging.getLogger("luigi.scheduler")
 
 
 @dataclass
@@ -186,9 +189,12 @@ class ReportIntake:
             expl = json.loads(report.expl)
         except (TypeError, ValueError):
             expl = report.expl
-        self.batcher.add_failure(task.pretty_id, task.family, unbatched, expl, report.owners)
-        if task.status == DISABLED:
-            self.batcher.add_disable(task.pretty_id, task.family, unbatched, report.owners)
+        try:
+            self.batcher.add_failure(task.pretty_id, task.family, unbatched, expl, report.owners)
+            if task.status == DISABLED:
+                self.batcher.add_disable(task.pretty_id, task.family, unbatched, report.owners)
+        except Exception:  # the batcher is replaceable: mail trouble must not fail the worker's report
+            logger.exception("Could not queue the batched e-mail about %s", task.id)
 
 
 def unbatched_params(

@@ -37,6 +37,7 @@ class StatusRules:
         if task.status == RUNNING and task.batch_id is not None and new_status != RUNNING:
             self._end_batch(task, new_status)
         now = self.state.clock()
+        old_status = task.status
         if new_status == FAILED and task.status != DISABLED:
             self.state.record_failure(task, now)
             if policy.has_excessive_failures(task, now):
@@ -47,6 +48,8 @@ class StatusRules:
         elif new_status == DISABLED:
             self.state.set_scheduler_disabled(task, None)  # an explicit disable lasts until DONE
         self.state.change_status(task, new_status)
+        if new_status != old_status:
+            self._report_transition(task, new_status)
         if new_status == FAILED:
             self.state.set_retry(task, now + self.config.retry_delay)
             if remove_on_failure:
@@ -101,6 +104,19 @@ class StatusRules:
                 self.set_status(member, new_status)
                 self.state.set_batch_id(member, None)
         self.state.set_batch_id(leader, None)
+
+    def _report_transition(self, task: TaskRecord, new_status: str) -> None:
+        """Tell the metrics collector that the task became DISABLED, DONE or FAILED."""
+        metrics = self.state.metrics
+        try:
+            if new_status == DONE:
+                metrics.handle_task_done(task)
+            elif new_status == FAILED:
+                metrics.handle_task_failed(task)
+            elif new_status == DISABLED:
+                metrics.handle_task_disabled(task, self.config)
+        except Exception:  # a collector is a plug-in: its bug must not stop a status change half-way
+            logger.exception("Metrics collector failed on %s becoming %s", task.id, new_status)
 
     def _notify_disabled(self, task: TaskRecord) -> None:
         subject, body = policy.disable_email(task, self.config.disable_persist)

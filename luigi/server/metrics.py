@@ -1,0 +1,33 @@
+"""``/metrics``: the page of the scheduler's metrics collector (``[scheduler] metrics_collector``).
+
+The collector writes the page (Prometheus' text format for ``prometheus``) and sets its headers; the
+default collector has no page, so ``/metrics`` answers an empty 200. The bearer token, when luigid has
+one, is needed as for the API: the page names task families and parameters.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from luigi.server.handlers import GuardedHandler
+from luigi.server.settings import ServerSettings
+
+if TYPE_CHECKING:
+    from luigi.scheduler.core import Scheduler
+
+__all__ = ["MetricsHandler"]
+
+
+class MetricsHandler(GuardedHandler):
+    """``GET /metrics``: ``generate_latest()`` of the collector, after its ``configure_http_handler``."""
+
+    def initialize(self, server_settings: ServerSettings, scheduler: Scheduler) -> None:  # type: ignore[override]
+        super().initialize(server_settings)
+        self._scheduler = scheduler
+
+    def get(self) -> None:
+        collector = self._scheduler._state._metrics_collector  # looked up per scrape: tests may replace it
+        metrics = collector.generate_latest()
+        if metrics:
+            collector.configure_http_handler(self)
+            self.write(metrics)
