@@ -245,7 +245,7 @@ def _metrics_collector(value: Any, where: str) -> MetricsCollectors:
     except KeyError:
         names = ", ".join(MetricsCollectors.__members__)
         raise MetricsSetupError(
-            f"{where} = {value!r} is not a metrics collector (expected one of: {names})"
+            f"{where} = {value!r} is not a metrics collector (one of: {names})"
         ) from None
 
 
