@@ -28,11 +28,12 @@ from luigi.task_status import DONE
 from luigi.worker.lookahead import AheadAsker
 from luigi.worker.messages import Message
 from luigi.worker.task_process import (
+    OutcomeBox,
     SchedulerMessage,
     TaskOutcome,
-    TaskProcess,
     TaskRunOptions,
     TaskStatusReporter,
+    make_task_process,
 )
 
 logger = logging.getLogger("luigi-interface")
@@ -176,17 +177,20 @@ class InProcessRunner:
         if task.accepts_messages:
             inbox = self._inboxes[task_id] = queue.Queue()
         reporter = TaskStatusReporter(self._scheduler, task_id, self._options.worker_id, inbox)
-        process = TaskProcess(task, reporter, self._options, timeout=timeout)
+        results = OutcomeBox()
+        process = make_task_process(task, reporter, self._options, timeout, results)
         ahead = self._ahead
         if ahead is None:
             self._opened(task_id)
-            self._outcomes.append(process.run())
+            process.run()
+            self._outcomes.append(results.take(task_id))
             return
         # (a worker phasing out runs what it was granted, and asks for nothing more)
         ahead.before_start(task_id, self._taking_work(), self._get_work_kwargs)
         self._opened(task_id)
         started = time.monotonic()
-        self._outcomes.append(process.run())
+        process.run()
+        self._outcomes.append(results.take(task_id))
         ahead.ran(time.monotonic() - started)
 
     def starts_elsewhere(self, task_id: str) -> None:
