@@ -136,6 +136,7 @@ class GraphWalk:
         validate_task(task)
         try:
             self.walk([task], self._reported, parallel=parallel, processes=processes)
+            self._scheduler.flush()  # our client holds reports: a scheduler that is down fails add() (Luigi)
         except (KeyboardInterrupt, TaskException):
             raise
         except Exception as exc:  # a bug or a broken scheduler: say which task it hit, then re-raise

@@ -18,7 +18,7 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
@@ -40,7 +40,15 @@ from luigi.worker.keep_alive import KeepAliveThread, serialized, should_stay_ali
 from luigi.worker.lookahead import AheadAsker, Lookahead
 from luigi.worker.messages import Message, MessageRouter
 from luigi.worker.slots import SlotRunner
-from luigi.worker.task_process import TaskOutcome, TaskRunOptions, is_external
+from luigi.worker.task_process import (
+    OutcomeBox,
+    TaskOutcome,
+    TaskProcess,
+    TaskRunOptions,
+    TaskStatusReporter,
+    is_external,
+    make_task_process,
+)
 
 logger = logging.getLogger("luigi-interface")
 
@@ -126,7 +134,7 @@ class Worker:
         RPC client when the scheduler is one (it can ask ahead), else None.
         """
         config = self._config
-        options = TaskRunOptions(
+        options = self._run_options = TaskRunOptions(
             worker_id=self._id,
             check_unfulfilled_deps=config.check_unfulfilled_deps,
             check_complete_on_run=config.check_complete_on_run,
@@ -292,7 +300,7 @@ class Worker:
             self._start_phasing_out()
         if grant.task_id is not None:
             self._idle_since = None
-            self._start_task(grant.task_id)
+            self._run_task(grant.task_id)
         elif self._running_tasks:
             self._collect_outcomes(block=True)
         elif self._stay_alive(grant):
@@ -408,6 +416,28 @@ class Worker:
         _time().sleep(interval)
 
     # -- running tasks and reporting how they ended -------------------------------------------------
+
+    def _run_task(self, task_id: str) -> None:
+        """Luigi's name for starting a granted task (the loop calls it, so a test may wrap it)."""
+        self._start_task(task_id)
+
+    def _handle_next_task(self) -> None:
+        """Luigi's name for waiting for (at most ``wait_interval``) and reporting finished runs."""
+        self._collect_outcomes(block=True)
+
+    def _sleeper(self) -> Iterator[None]:
+        """Luigi's idle-loop generator: each step sleeps ``wait_interval`` plus up to ``wait_jitter``."""
+        while True:
+            self._sleep_before_asking_again()
+            yield
+
+    def _create_task_process(self, task: Task) -> TaskProcess:
+        """The ``TaskProcess`` a run of ``task`` gets (a view: the runners build theirs the same way)."""
+        timeout = task.worker_timeout if task.worker_timeout is not None else self._config.timeout
+        in_slot = self._config.force_multiprocessing or self.worker_processes > 1
+        reporter = TaskStatusReporter(self._rpc, task.task_id, self._id)
+        options = dataclasses.replace(self._run_options, in_child_process=in_slot)
+        return make_task_process(task, reporter, options, timeout, OutcomeBox())
 
     def _start_task(self, task_id: str) -> None:
         """Have the runner run the granted task, within its ``worker_timeout`` (or ``[worker] timeout``)."""
