@@ -23,7 +23,7 @@ import traceback
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, overload
 
 from luigi.event import Event
 from luigi.scheduler_api import SchedulerAPI
@@ -196,16 +196,16 @@ class OutcomeBox:
     """The result queue of a run in the worker's own process: keeps what ``TaskProcess.run()`` puts."""
 
     def __init__(self) -> None:
-        self._results: list[Any] = []
+        self._result: Any = None
 
     def put(self, result: Any, block: bool = True, timeout: float | None = None) -> None:
-        self._results.append(result)
+        self._result = result
 
     def take(self, task_id: str) -> TaskOutcome:
         """The outcome put for ``task_id``; FAILED when the run put nothing usable (a replaced ``run()``)."""
         try:
-            return TaskOutcome.from_tuple(self._results.pop(0))
-        except (IndexError, TypeError, ValueError):
+            return TaskOutcome.from_tuple(self._result)
+        except (TypeError, ValueError):
             return TaskOutcome(task_id, FAILED, f"The run of {task_id} put no result on its result queue")
 
 
@@ -259,31 +259,46 @@ class TaskProcess(multiprocessing.Process):
         task_completion_cache: dict[str, bool] | None = None,
         timeout: float | None = None,
     ) -> None:
-        super().__init__()
+        # multiprocessing.Process.__init__ is left to the first use of its state (see __getattr__): our
+        # runners never start() a TaskProcess, and that call would be a tenth of a short task's cost.
         self.task = task
         if isinstance(result_queue, TaskRunOptions):
             # (task, status_reporter, options, timeout=): the shape luigi.worker.dask_runner still calls
-            options, self.status_reporter, self.result_queue = result_queue, worker_id, None
-            self._configure(options.worker_id, options.in_child_process, timeout or 0, options)
-            self.context = options.task_process_context
-            return
-        self.status_reporter = status_reporter
-        self.result_queue = result_queue
-        if task.worker_timeout is not None:
-            worker_timeout = task.worker_timeout
-        options = TaskRunOptions(
-            worker_id, check_unfulfilled_deps, check_complete_on_run, task_completion_cache
-        )
-        self._configure(worker_id, use_multiprocessing, worker_timeout or 0, options)
-
-    def _configure(self, worker_id: str, in_child: bool, timeout: float, options: TaskRunOptions) -> None:
+            options = result_queue
+            self.status_reporter, self.result_queue, self.context = (
+                worker_id,
+                None,
+                options.task_process_context,
+            )
+            worker_id, use_multiprocessing, worker_timeout = (
+                options.worker_id,
+                options.in_child_process,
+                timeout,
+            )
+            check_unfulfilled_deps = options.check_unfulfilled_deps
+            check_complete_on_run = options.check_complete_on_run
+            task_completion_cache = options.completion_cache
+        else:
+            self.status_reporter = status_reporter
+            self.result_queue = result_queue
+            if task.worker_timeout is not None:
+                worker_timeout = task.worker_timeout
         self.worker_id = worker_id
-        self.worker_timeout = timeout
-        self.timeout_time = worker_time().time() + timeout if timeout else None
-        self.use_multiprocessing = in_child or self.timeout_time is not None
-        self.check_unfulfilled_deps = options.check_unfulfilled_deps
-        self.check_complete_on_run = options.check_complete_on_run
-        self.task_completion_cache = options.completion_cache
+        self.worker_timeout = worker_timeout or 0
+        self.timeout_time = worker_time().time() + self.worker_timeout if self.worker_timeout else None
+        self.use_multiprocessing = use_multiprocessing or self.timeout_time is not None
+        self.check_unfulfilled_deps = check_unfulfilled_deps
+        self.check_complete_on_run = check_complete_on_run
+        self.task_completion_cache = task_completion_cache
+
+    if not TYPE_CHECKING:  # mypy keeps checking every other attribute of a TaskProcess
+
+        def __getattr__(self, name: str) -> Any:
+            """Make ``multiprocessing.Process``'s own state on its first use (``start()``, ``name``...)."""
+            if name.startswith("__") or "_popen" in self.__dict__:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            multiprocessing.Process.__init__(self)
+            return getattr(self, name)
 
     @property
     def timeout(self) -> float | None:
@@ -342,7 +357,7 @@ class TaskProcess(multiprocessing.Process):
             try:
                 outcome.new_deps = self._run_collecting_new_deps()
             finally:
-                for task_attribute in forwarded:
+                for task_attribute in forwarded.values():
                     setattr(task, task_attribute, None)
             outcome.status = PENDING if outcome.new_deps else self._status_after_run()
         if outcome.new_deps:
@@ -353,16 +368,15 @@ class TaskProcess(multiprocessing.Process):
             logger.info("[pid %s] Worker %s done      %s", os.getpid(), self.worker_id, task)
             task.trigger_event(Event.SUCCESS, task)
 
-    def _forward_reporter_attributes(self) -> list[str]:
-        """Give the task the reporter's callables (and message queue); returns the task attributes set.
+    def _forward_reporter_attributes(self) -> dict[str, str]:
+        """Give the task the reporter's callables (and message queue); returns the table it followed.
 
         Read from ``forward_reporter_attributes`` at each run, so a test patching it changes what is set.
         """
         reporter, task = self.status_reporter, self.task
-        forwarded = []
-        for reporter_attribute, task_attribute in self.forward_reporter_attributes.items():
+        forwarded = dict(self.forward_reporter_attributes)  # what run() got is what is taken back
+        for reporter_attribute, task_attribute in forwarded.items():
             setattr(task, task_attribute, getattr(reporter, reporter_attribute))
-            forwarded.append(task_attribute)
         return forwarded
 
     def _is_complete(self, task: Any) -> bool:

@@ -495,3 +495,25 @@ def test_summary_counts_a_task_whose_dynamic_dependency_failed_under_both_pendin
         "\n"
         "This progress looks :( because there were failed tasks"
     )
+
+
+# -- internals, as thin views --------------------------------------------------------------------------------
+
+
+def test_luigis_internal_worker_names_are_thin_views_of_the_loop(tmp_path):
+    task = Writes(path=str(tmp_path / "out"))
+    with Worker(scheduler=Scheduler(), worker_processes=2, wait_interval=0.25, wait_jitter=0) as worker:
+        assert worker._keep_alive_thread.is_alive()
+        worker.add(task)
+        process = worker._create_task_process(task)
+        assert isinstance(process, luigi.worker.ContextManagedTaskProcess) and process.use_multiprocessing
+        grant = worker._get_work()
+        assert grant[0] == task.task_id and grant[2] == 1  # (task_id, running_tasks, n_pending_tasks, ...)
+        worker._run_task(task.task_id)
+        while worker._running_tasks:
+            worker._handle_next_task()
+        with mock.patch("luigi.worker.time") as mock_time:
+            next(worker._sleeper())
+        mock_time.sleep.assert_called_once_with(0.25)
+    assert (tmp_path / "out").exists()
+    assert worker._add_task_history == [(task, PENDING, True), (task, DONE, None)]
