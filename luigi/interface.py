@@ -36,6 +36,7 @@ _CORE_KEYS_READ_ELSEWHERE = frozenset(
     {
         "autoload_range",
         "no_configure_logging",
+        "progress",  # the worker's live progress line (luigi.worker.progress); no flag, to spare task names
         "rpc_connect_timeout",
         "rpc_retry_attempts",
         "rpc_retry_wait",

@@ -269,6 +269,24 @@ _METHODS: tuple[RpcMethod, ...] = (
         "set_task_progress_percentage", (_TASK_ID, _param("progress_percentage", "any")), mutating=True
     ),
     RpcMethod("get_task_progress_percentage", (_TASK_ID,), mutating=False),
+    RpcMethod("scheduler_features", (), mutating=False),
+    RpcMethod(
+        "append_task_log",
+        (
+            _TASK_ID,
+            _WORKER,
+            _param("run", "name"),
+            _param("offset", "int"),
+            _param("chunk", "str"),
+            _param("ended", "bool", False),
+        ),
+        mutating=True,
+    ),
+    RpcMethod(
+        "task_log",
+        (_TASK_ID, _param("attempt", "int?", None), _param("offset", "int", 0)),
+        mutating=False,
+    ),
     RpcMethod(
         "decrease_running_task_resources",
         (

@@ -77,6 +77,12 @@ class SchedulerAPI(Protocol):
 
     def report_task_statistics(self, task_id: str, statistics: Any) -> None: ...
 
+    def scheduler_features(self) -> dict[str, Any]: ...
+
+    def append_task_log(
+        self, task_id: str, worker: str, run: str, offset: int, chunk: str, ended: bool = False
+    ) -> None: ...
+
     def flush(self) -> None:
         """Make what was sent so far durable (the client: send what it holds)."""
 

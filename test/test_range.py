@@ -19,6 +19,7 @@ from luigi.parameter import (
     ParameterException,
 )
 from luigi.task import Task
+from luigi.task_register import TaskClassException
 from luigi.tools.range import (
     RangeByMinutesBase,
     RangeDaily,
@@ -26,7 +27,6 @@ from luigi.tools.range import (
     RangeEvent,
     RangeHourlyBase,
     RangeMonthly,
-    RangeMonthlyBase,
 )
 
 
@@ -199,13 +199,13 @@ def test_a_minutes_interval_that_does_not_divide_an_hour_is_an_error(interval):
 
 def test_monthly_range_stops_before_the_current_month():
     monthly = tracked_task(MonthParameter(), done={date(2023, 11, 1)})
-    range_task = RangeMonthlyBase(of=monthly, start=date(2023, 10, 1), now=epoch(2024, 2, 15))
+    range_task = RangeMonthly(of=monthly, start=date(2023, 10, 1), now=epoch(2024, 2, 15))
     assert required(range_task) == [date(2023, 10, 1), date(2023, 12, 1), date(2024, 1, 1)]
 
 
 def test_months_back_and_months_forward_move_the_monthly_window():
     monthly = tracked_task(MonthParameter())
-    range_task = RangeMonthlyBase(
+    range_task = RangeMonthly(
         of=monthly, start=date(2020, 1, 1), months_back=2, months_forward=1, now=epoch(2024, 2, 15)
     )
     assert required(range_task) == [date(2023, 12, 1), date(2024, 1, 1), date(2024, 2, 1)]
@@ -323,14 +323,26 @@ def restore_event_handlers():
     Task._event_callbacks.update(saved)
 
 
-def test_events_report_the_complete_count_fraction_and_delay(restore_event_handlers):
+def test_events_report_the_delay_and_complete_count_and_fraction_in_jobs(restore_event_handlers):
     report = tracked_task(DateParameter(), done={date(2024, 1, 9), date(2024, 1, 10)}, name="EventReport")
     fired = record_range_events(RangeDailyBase)
     RangeDailyBase(of=report, start=date(2024, 1, 7), now=NOW).requires()
     assert fired == [
+        (RangeEvent.DELAY, "EventReport", 4),  # Jan 7 (the first missing day) to Jan 10: four jobs
         (RangeEvent.COMPLETE_COUNT, "EventReport", 2),
         (RangeEvent.COMPLETE_FRACTION, "EventReport", 0.5),
-        (RangeEvent.DELAY, "EventReport", (3 * 24 + 12.5) * 3600),  # from Jan 7 00:00 to now, Jan 10 12:30
+    ]
+
+
+def test_the_event_window_reaches_back_to_start_beyond_the_moving_window(restore_event_handlers):
+    report = tracked_task(DateParameter(), name="EventReport")
+    fired = record_range_events(RangeDailyBase)
+    # days_back=3 checks Jan 8, 9 and 10 only; the window counts every day from start, 2023-01-01.
+    RangeDailyBase(of=report, start=date(2023, 1, 1), days_back=3, now=NOW).requires()
+    assert fired == [
+        (RangeEvent.DELAY, "EventReport", 3),
+        (RangeEvent.COMPLETE_COUNT, "EventReport", 375 - 3),
+        (RangeEvent.COMPLETE_FRACTION, "EventReport", (375 - 3) / 375),
     ]
 
 
@@ -349,9 +361,9 @@ def test_an_empty_range_reports_nothing_missing(restore_event_handlers):
     fired = record_range_events(RangeDailyBase)
     RangeDailyBase(of=report, start=date(2024, 2, 1), now=NOW).requires()
     assert fired == [
+        (RangeEvent.DELAY, "EventReport", 0),
         (RangeEvent.COMPLETE_COUNT, "EventReport", 0),
-        (RangeEvent.COMPLETE_FRACTION, "EventReport", 1.0),
-        (RangeEvent.DELAY, "EventReport", 0.0),
+        (RangeEvent.COMPLETE_FRACTION, "EventReport", 1),
     ]
 
 
@@ -389,3 +401,40 @@ def test_the_command_line_names_of_by_family_and_passes_of_params_as_json():
         RegionalReport(region="eu", day=date(2024, 1, 9), copies=2),
         RegionalReport(region="eu", day=date(2024, 1, 10), copies=2),
     ]
+
+
+# -- ids, names and formats shared with Luigi (LUIGI_COMPAT j.10) -----------------------------------------
+
+
+class D(Task):
+    when = DateParameter()
+
+
+def test_a_range_task_id_is_luigis_with_param_name_serialised_as_none():
+    range_task = RangeDailyBase(of=D, start=date(2021, 6, 7))
+    assert range_task.task_id == "RangeDailyBase_100_0_None_1bcf7c6183"
+    assert "param_name=None" in repr(range_task)
+    assert range_task.to_str_params()["param_name"] == "None"
+    assert type(RangeDailyBase.param_name) is Parameter
+    assert RangeDailyBase.param_name.positional is False
+
+
+def test_there_is_no_range_monthly_base_family_and_range_monthly_is_a_range_base():
+    assert not hasattr(range_module, "RangeMonthlyBase")
+    assert RangeMonthly.__bases__ == (range_module.RangeBase,)
+    with pytest.raises(TaskClassException, match="No task RangeMonthlyBase"):
+        with CmdlineParser.global_instance(["RangeMonthlyBase", "--of", "D"]):
+            pass
+
+
+def test_format_range_writes_the_first_and_last_point_in_the_of_parameters_format():
+    daily = RangeDailyBase(of=D, start=date(2020, 3, 4))
+    assert daily._format_range([datetime(2020, 3, 4), datetime(2020, 3, 9)]) == "[2020-03-04, 2020-03-09]"
+    hourly_task = tracked_task(DateHourParameter(), name="H")
+    hourly = RangeHourlyBase(of=hourly_task, start=datetime(2020, 3, 4, 5))
+    assert hourly._format_range([datetime(2020, 3, 4, 5), datetime(2020, 3, 5, 6)]) == (
+        "[2020-03-04T05, 2020-03-05T06]"
+    )
+    monthly_task = tracked_task(MonthParameter(), name="M")
+    monthly = RangeMonthly(of=monthly_task, start=date(2020, 3, 1))
+    assert monthly._format_range([datetime(2020, 3, 1), datetime(2021, 7, 1)]) == "[2020-03, 2021-07]"

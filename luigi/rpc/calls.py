@@ -26,6 +26,7 @@ BUFFERABLE_METHODS = frozenset(
         "add_worker",
         "set_task_status_message",
         "set_task_progress_percentage",
+        "append_task_log",
     }
 )
 

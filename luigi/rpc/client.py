@@ -131,6 +131,8 @@ class RemoteScheduler:
         decrease_running_task_resources = SchedulerAPI.decrease_running_task_resources
         add_scheduler_message_response = SchedulerAPI.add_scheduler_message_response
         report_task_statistics = SchedulerAPI.report_task_statistics
+        scheduler_features = SchedulerAPI.scheduler_features
+        append_task_log = SchedulerAPI.append_task_log
 
         def __getattr__(self, name: str) -> Any: ...  # the other RPC methods
 

@@ -6,6 +6,7 @@ server calls them after validating the request, and workers call them directly i
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from typing import Any
@@ -22,6 +23,7 @@ from luigi.scheduler.rules.resources import check_resource_amounts
 from luigi.scheduler.rules.transitions import Notifier, StatusRules
 from luigi.scheduler.settings import SchedulerConfig
 from luigi.scheduler.store.base import NullStore, StateStore
+from luigi.scheduler.store.task_logs import TaskLogStore
 from luigi.scheduler.views import queries
 from luigi.scheduler.views.census import Census
 from luigi.scheduler.views.neighbourhood import GraphViews, detail_of
@@ -37,6 +39,8 @@ from luigi.task_status import (
 )
 
 logger = logging.getLogger("luigi.scheduler")
+
+LOG_EXPIRY_EVERY_SECONDS = 3600.0  # how often prune() deletes task logs past [scheduler] task_log_keep_days
 
 
 class Scheduler:
@@ -61,6 +65,7 @@ class Scheduler:
         notifier: Notifier | None = None,
         batch_notifier: FailureBatcher | None = None,
         store: StateStore | None = None,
+        task_logs: TaskLogStore | None = None,
         **overrides: Any,
     ) -> None:
         task_history = overrides.pop("task_history_impl", None) or task_history  # Luigi's keyword
@@ -73,16 +78,28 @@ class Scheduler:
         self._state = SchedulerState(config, self._clock)
         self._rules = StatusRules(self._state, notifier or default_notifier)
         self._pending = queries.PendingCounter(self._state)
-        self._census = Census(self._state)
-        self._pages = TaskPages(self._state, self._census)
-        self._graphs = GraphViews(self._state)
         self._task_history = task_history if task_history is not None else default_history(config)
         self._batch_notifier = batch_notifier
         self._intake = ReportIntake(self._state, self._rules, self._task_history, batch_notifier)
         self._get_work = GetWork(self._state, self._rules, self._task_history)
         self._store: StateStore = store if store is not None else NullStore()
+        self._task_logs = task_logs  # luigid keeps the logs workers ship; the local scheduler asks for none
+        self._logs_expired_at = 0.0
         if self._store.tracks_changes:
             self._state.changes = ChangeSet()
+
+    # The visualiser's views, made at their first use: a pipeline run without a visualiser needs none.
+    @functools.cached_property
+    def _census(self) -> Census:
+        return Census(self._state)
+
+    @functools.cached_property
+    def _pages(self) -> TaskPages:
+        return TaskPages(self._state, self._census)
+
+    @functools.cached_property
+    def _graphs(self) -> GraphViews:
+        return GraphViews(self._state)
 
     @property
     def config(self) -> SchedulerConfig:
@@ -120,6 +137,8 @@ class Scheduler:
         if changes is not None and changes:
             self._store.record_changes(self._state, changes)
             changes.clear()
+        if self._task_logs is not None:
+            self._task_logs.flush()
 
     def checkpoint(self, due_only: bool = False, limit: int | None = None) -> None:
         """Fold journaled changes into the database, off the request path: all of them, or the oldest
@@ -140,6 +159,8 @@ class Scheduler:
             self.flush()
         finally:
             self._store.close()
+            if self._task_logs is not None:
+                self._task_logs.close()
             close_history = getattr(self._task_history, "close", None)
             if close_history is not None:
                 close_history()
@@ -332,6 +353,27 @@ class Scheduler:
             for target in self._with_batch_members(task):
                 self._state.set_fields(target, progress_percentage=progress_percentage)
 
+    # -- task run logs (ours: workers of this project ship them, a Luigi worker sends none) --------------
+
+    def scheduler_features(self) -> dict[str, Any]:
+        """What this scheduler offers beyond Luigi's RPC surface: ``task_logs`` (it keeps run logs)."""
+        return {"task_logs": self._task_logs is not None}
+
+    def append_task_log(
+        self, task_id: str, worker: str, run: str, offset: int, chunk: str, ended: bool = False
+    ) -> None:
+        """Keep a chunk of a task run's output (dropped when this scheduler keeps no logs)."""
+        if self._task_logs is not None:
+            self._task_logs.append(task_id, worker, run, offset, chunk, ended, self._clock())
+
+    def task_log(self, task_id: str, attempt: int | None = None, offset: int = 0) -> dict[str, Any]:
+        """A chunk of a run's log from ``offset`` (the last attempt by default), ``nextOffset``, ``ended``,
+        and every attempt's summary; ``kept`` is False when this scheduler keeps no logs."""
+        if self._task_logs is None:
+            return {"taskId": task_id, "kept": False, "attempts": [], "attempt": None, "chunk": "",
+                    "nextOffset": 0, "ended": False}  # fmt: skip
+        return {**self._task_logs.read(task_id, attempt, offset), "kept": True}
+
     def get_task_progress_percentage(self, task_id: str) -> dict[str, Any]:
         """``{taskId, progressPercentage}`` (None for an unknown task)."""
         task = self._state.tasks.get(task_id)
@@ -520,6 +562,10 @@ class Scheduler:
     def prune(self) -> None:
         """Apply what is due: worker disconnects, failed runs, retries, re-enables and removals (f.5)."""
         prune_state(self._state, self._rules)
+        now = self._clock()
+        if self._task_logs is not None and now - self._logs_expired_at >= LOG_EXPIRY_EVERY_SECONDS:
+            self._logs_expired_at = now
+            self._task_logs.expire(now)
         if self._config.batch_emails and self._batch_notifier is not None:
             try:
                 self._batch_notifier.update()

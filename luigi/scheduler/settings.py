@@ -46,6 +46,8 @@ _OPTION_KINDS: dict[str, str] = {
     "metrics_collector": "str",
     "metrics_custom_import": "str?",
     "stable_done_cooldown_secs": "int",
+    "task_log_dir": "str?",
+    "task_log_keep_days": "float",
 }
 
 # Older spellings Luigi still reads when the current name is absent.
@@ -79,6 +81,8 @@ class SchedulerConfig:
     metrics_collector: str = "default"
     metrics_custom_import: str | None = None
     stable_done_cooldown_secs: int = 10
+    task_log_dir: str | None = None  # where luigid keeps task run logs; None: task-logs beside the state
+    task_log_keep_days: float = 7.0  # (ours, not Luigi's; 0 keeps them until deleted by hand)
     resources: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod

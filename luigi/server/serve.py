@@ -252,9 +252,14 @@ def run(
 def durable_scheduler() -> Any:
     """The scheduler ``luigid`` serves: server mode, state kept in the store ``[scheduler]`` names."""
     from luigi.scheduler import Scheduler
+    from luigi.scheduler.settings import SchedulerConfig
     from luigi.scheduler.store import open_store_from_config
+    from luigi.scheduler.store.task_logs import open_task_logs_from_config
 
-    return Scheduler(store=open_store_from_config())
+    config = SchedulerConfig.from_config()
+    return Scheduler(
+        config, store=open_store_from_config(config=config), task_logs=open_task_logs_from_config(config)
+    )
 
 
 def stop() -> None:

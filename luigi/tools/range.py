@@ -2,9 +2,10 @@
 
 ``luigi --module reports RangeDaily --of DailyReport --start 2024-01-01`` (typically run from cron) requires
 every ``DailyReport(date=...)`` from the start date up to today that is not complete yet, at most
-``task_limit`` of them per run. The ``*Base`` classes ask each instance's ``complete()``; ``RangeDaily``,
-``RangeHourly``, ``RangeByMinutes`` and ``RangeMonthly`` first try the class's ``bulk_complete`` and then a
-few filesystem listings, which is much faster for long ranges on remote storage.
+``task_limit`` of them per run. The ``*Base`` classes and ``RangeMonthly`` ask each instance's
+``complete()``; ``RangeDaily``, ``RangeHourly`` and ``RangeByMinutes`` first try the class's
+``bulk_complete`` and then a few filesystem listings, which is much faster for long ranges on remote
+storage.
 """
 
 from __future__ import annotations
@@ -27,11 +28,20 @@ from luigi.parameter import (
     IntParameter,
     MonthParameter,
     OptionalParameter,
+    Parameter,
     ParameterException,
     TaskParameter,
 )
 from luigi.task import Task, WrapperTask
-from luigi.tools.range_completion import bulk_complete_values, infer_bulk_complete_from_fs, most_common
+from luigi.tools.range_completion import (
+    _constrain_glob,
+    _get_filesystems_and_globs,
+    _get_per_location_glob,
+    _list_existing,
+    bulk_complete_values,
+    infer_bulk_complete_from_fs,
+    most_common,
+)
 
 __all__ = [
     "RangeBase",
@@ -43,10 +53,12 @@ __all__ = [
     "RangeHourly",
     "RangeHourlyBase",
     "RangeMonthly",
-    "RangeMonthlyBase",
     "infer_bulk_complete_from_fs",
     "most_common",
 ]
+
+# Luigi's small internals of the listing inference, importable from here as there.
+_INTERNALS = (_constrain_glob, _get_filesystems_and_globs, _get_per_location_glob, _list_existing)
 
 logger = logging.getLogger("luigi-interface")
 
@@ -54,12 +66,14 @@ logger = logging.getLogger("luigi-interface")
 class RangeEvent(Event):
     """Events a range task fires on itself each time it works out its requirements.
 
-    Callbacks (``@RangeDaily.event_handler(RangeEvent.COMPLETE_COUNT)``) receive ``(of_family, value)``:
+    Callbacks (``@RangeDaily.event_handler(RangeEvent.COMPLETE_COUNT)``) receive ``(of_family, value)``.
+    The window is the range's points in time, reaching back to ``start`` and up to ``stop`` when given
+    even beyond the moving window; values are counts of jobs:
 
-    - ``COMPLETE_COUNT``: how many instances in the range are complete; it grows as a backlog is worked off.
-    - ``COMPLETE_FRACTION``: that count over the number of instances in the range (1.0 for an empty range).
-    - ``DELAY``: seconds from the oldest missing instance to the end of the range (0.0 when none is
+    - ``DELAY``: how many points of the window lie from the oldest missing one to the end (0 when none is
       missing): how far behind the data is.
+    - ``COMPLETE_COUNT``: the window's size minus the missing instances; it grows as a backlog is worked off.
+    - ``COMPLETE_FRACTION``: that count over the window's size (1 for an empty window).
     """
 
     COMPLETE_COUNT = "event.tools.range.complete.count"
@@ -91,7 +105,7 @@ class RangeBase(WrapperTask):
         default=None,
         description="The current time in seconds since the epoch (UTC); default: when this task was created",
     )
-    param_name = OptionalParameter(
+    param_name = Parameter(
         default=None,
         positional=False,
         description="The parameter of 'of' that receives the date-like value; default: its first "
@@ -273,7 +287,11 @@ class RangeBase(WrapperTask):
         return missing[: self.task_limit]
 
     def _format_range(self, datetimes: Sequence[datetime]) -> str:
-        first, last = self.datetime_to_parameter(datetimes[0]), self.datetime_to_parameter(datetimes[-1])
+        """``[first, last]`` in the ranged parameter's format, e.g. ``[2020-03-04, 2020-03-09]``."""
+        ranged = dict(self.of.get_params())[self._param_name]
+        first, last = (
+            ranged.serialize(self.datetime_to_parameter(dt)) for dt in (datetimes[0], datetimes[-1])
+        )
         return f"[{first}, {last}]"
 
     # -- which instances are missing -----------------------------------------------------------------
@@ -298,6 +316,9 @@ class RangeBase(WrapperTask):
             return list(self.missing_datetimes(self.of, finite_datetimes))  # type: ignore[call-arg]
         return list(self.missing_datetimes(finite_datetimes))
 
+    # A strftime pattern giving, for a point in time, a regex whose groups find it in an output path.
+    datetime_regex = "(%Y).*(%m).*(%d)"
+
     def _infer_missing_datetimes(self, finite_datetimes: list[datetime]) -> list[datetime]:
         """Missing datetimes from ``bulk_complete``, else filesystem listings, else each ``complete()``."""
         fixed, param_name = self._bound_of_call()
@@ -311,7 +332,9 @@ class RangeBase(WrapperTask):
             return [dt for dt in finite_datetimes if dt not in complete_datetimes]
         try:
             return infer_bulk_complete_from_fs(
-                finite_datetimes, lambda dt: self._instantiate_task_cls(self.datetime_to_parameter(dt))
+                finite_datetimes,
+                lambda dt: self._instantiate_task_cls(self.datetime_to_parameter(dt)),
+                lambda dt: dt.strftime(self.datetime_regex),
             )
         except NotImplementedError as exc:
             logger.info("Asking each %s instance whether it is complete: %s", self.of.get_task_family(), exc)
@@ -320,14 +343,18 @@ class RangeBase(WrapperTask):
     def _emit_metrics(
         self, missing_datetimes: list[datetime], finite_start: datetime, finite_stop: datetime
     ) -> None:
-        """Fire the ``RangeEvent`` events for this range (see there for what each carries)."""
-        expected = len(self.finite_datetimes(finite_start, finite_stop)) if finite_start <= finite_stop else 0
-        complete = expected - len(missing_datetimes)
+        """Fire DELAY, COMPLETE_COUNT and COMPLETE_FRACTION for this range (see ``RangeEvent``)."""
+        window_start = finite_start if self.start is None else self.parameter_to_datetime(self.start)
+        window_stop = finite_stop if self.stop is None else self.parameter_to_datetime(self.stop)
+        window_start, window_stop = min(window_start, finite_start), max(window_stop, finite_stop)
+        window = self.finite_datetimes(window_start, window_stop) if window_start <= window_stop else []
         family = self.of.get_task_family()
+        first_missing = min(missing_datetimes) if missing_datetimes else None
+        delay = sum(1 for dt in window if first_missing is not None and dt >= first_missing)
+        complete = len(window) - len(missing_datetimes)
+        self.trigger_event(RangeEvent.DELAY, family, delay)
         self.trigger_event(RangeEvent.COMPLETE_COUNT, family, complete)
-        self.trigger_event(RangeEvent.COMPLETE_FRACTION, family, complete / expected if expected else 1.0)
-        delay = (finite_stop - min(missing_datetimes)).total_seconds() if missing_datetimes else 0.0
-        self.trigger_event(RangeEvent.DELAY, family, max(delay, 0.0))
+        self.trigger_event(RangeEvent.COMPLETE_FRACTION, family, complete / len(window) if window else 1)
 
 
 def _positional_arity(method: Any) -> int:
@@ -468,6 +495,33 @@ class RangeByMinutesBase(RangeBase):
         return _regular_points(first, finite_start, finite_stop, timedelta(minutes=interval))
 
 
+class RangeDaily(RangeDailyBase):
+    """``RangeDailyBase`` that learns what is missing from ``bulk_complete`` or filesystem listings."""
+
+    datetime_regex = "(%Y).*(%m).*(%d)"
+
+    def missing_datetimes(self, finite_datetimes: list[datetime]) -> list[datetime]:
+        return self._infer_missing_datetimes(finite_datetimes)
+
+
+class RangeHourly(RangeHourlyBase):
+    """``RangeHourlyBase`` that learns what is missing from ``bulk_complete`` or filesystem listings."""
+
+    datetime_regex = "(%Y).*(%m).*(%d).*(%H)"
+
+    def missing_datetimes(self, finite_datetimes: list[datetime]) -> list[datetime]:
+        return self._infer_missing_datetimes(finite_datetimes)
+
+
+class RangeByMinutes(RangeByMinutesBase):
+    """``RangeByMinutesBase`` that learns what is missing from ``bulk_complete`` or filesystem listings."""
+
+    datetime_regex = "(%Y).*(%m).*(%d).*(%H).*(%M)"
+
+    def missing_datetimes(self, finite_datetimes: list[datetime]) -> list[datetime]:
+        return self._infer_missing_datetimes(finite_datetimes)
+
+
 def _month_start(dt: datetime) -> datetime:
     return datetime(dt.year, dt.month, 1)
 
@@ -477,7 +531,7 @@ def _add_months(month_start: datetime, months: int) -> datetime:
     return datetime(year, month_index + 1, 1)
 
 
-class RangeMonthlyBase(RangeBase):
+class RangeMonthly(RangeBase):
     """Requires the missing months of ``of`` (a task with a MonthParameter), asking each ``complete()``.
 
     The window runs from ``months_back`` months before the current month up to the current month
@@ -519,31 +573,3 @@ class RangeMonthlyBase(RangeBase):
                 months.append(month)
             month = _add_months(month, 1)
         return months
-
-
-class RangeDaily(RangeDailyBase):
-    """``RangeDailyBase`` that learns what is missing from ``bulk_complete`` or filesystem listings."""
-
-    def missing_datetimes(self, finite_datetimes: list[datetime]) -> list[datetime]:
-        return self._infer_missing_datetimes(finite_datetimes)
-
-
-class RangeHourly(RangeHourlyBase):
-    """``RangeHourlyBase`` that learns what is missing from ``bulk_complete`` or filesystem listings."""
-
-    def missing_datetimes(self, finite_datetimes: list[datetime]) -> list[datetime]:
-        return self._infer_missing_datetimes(finite_datetimes)
-
-
-class RangeByMinutes(RangeByMinutesBase):
-    """``RangeByMinutesBase`` that learns what is missing from ``bulk_complete`` or filesystem listings."""
-
-    def missing_datetimes(self, finite_datetimes: list[datetime]) -> list[datetime]:
-        return self._infer_missing_datetimes(finite_datetimes)
-
-
-class RangeMonthly(RangeMonthlyBase):
-    """``RangeMonthlyBase`` that learns what is missing from ``bulk_complete`` or filesystem listings."""
-
-    def missing_datetimes(self, finite_datetimes: list[datetime]) -> list[datetime]:
-        return self._infer_missing_datetimes(finite_datetimes)

@@ -1,28 +1,35 @@
 """How a range task learns which of its instances are complete without asking each one in turn.
 
-Two shortcuts, tried in this order by ``RangeDaily`` and its siblings: the task class's own
-``bulk_complete`` classmethod, then a few listings of the filesystems its outputs live on. Each raises
-NotImplementedError when it cannot answer, and the caller then asks every instance's ``complete()``.
+Two shortcuts, tried in this order by ``RangeDaily``, ``RangeHourly`` and ``RangeByMinutes``: the task
+class's own ``bulk_complete`` classmethod, then listings of the filesystems its outputs live on. Each raises
+NotImplementedError when it cannot answer.
+
+The listings follow Luigi's plan: sample the ``of`` task at 135 scattered datetimes to find where the date
+sits in each output path, turn that into a directory glob (``/d/[0-9][0-9][0-9][0-9]/[0-9][0-9]``), narrow
+the glob to the digits the wanted paths actually have (``_constrain_glob``), then ask ``fs.exists(glob)`` and
+``fs.listdir(glob)`` for each narrowed glob: a datetime is complete when all its output paths are listed.
 """
 
 from __future__ import annotations
 
-import bisect
+import glob as pathglob
 import logging
+import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from luigi.target import FileSystem, FileSystemException, FileSystemTarget
-from luigi.task import Task, flatten
+from luigi.local_target import LocalFileSystem
+from luigi.target import FileSystem, FileSystemTarget
+from luigi.task import Task, flatten_output
 
 logger = logging.getLogger("luigi-interface")
 
-# Listing calls allowed per filesystem: when the wanted paths spread over more directories than this,
-# their common parent is listed once instead.
-MAX_LISTINGS = 5
+DIGIT_WILDCARD = "[0-9]"
+# How many (glob, digit) pairs _constrain_glob may split one glob into before it writes a digit set instead.
+CONSTRAIN_LIMIT = 5
 
 
 class BoundTaskFactory:
@@ -75,135 +82,153 @@ def bulk_complete_values(
     return [item[param_name] if isinstance(item, Mapping) else item for item in reported]
 
 
-def infer_bulk_complete_from_fs(
-    datetimes: Sequence[datetime],
-    datetime_to_task: Callable[[datetime], Task],
-    datetime_to_re: Callable[[datetime], str] | None = None,
-) -> list[datetime]:
-    """The members of ``datetimes`` whose task outputs do not all exist, learnt from a few listings.
-
-    ``datetime_to_re`` is accepted for compatibility with Luigi's signature and not needed: the
-    directories to list are planned from the output paths themselves.
-
-    Raises:
-        NotImplementedError: outputs alone cannot decide completeness (a custom ``complete()``, a target
-            that is not a FileSystemTarget, or one with its own ``exists()``).
-    """
-    locations_by_datetime: dict[datetime, list[tuple[int, str]]] = {}
-    wanted: dict[int, tuple[FileSystem, set[str]]] = {}
-    for dt in datetimes:
-        locations = _output_locations(datetime_to_task(dt))
-        locations_by_datetime[dt] = [(id(fs), path) for fs, path in locations]
-        for fs, path in locations:
-            wanted.setdefault(id(fs), (fs, set()))[1].add(path)
-    existing = {(fs_id, path) for fs_id, (fs, paths) in wanted.items() for path in _existing_paths(fs, paths)}
-    return [
-        dt
-        for dt in datetimes
-        if not locations_by_datetime[dt] or not all(loc in existing for loc in locations_by_datetime[dt])
-    ]
-
-
 def most_common(items: Iterable[Any]) -> tuple[Any, int]:
     """The most frequent item and its count (the first seen wins a tie)."""
     [(item, count)] = Counter(items).most_common(1)
     return item, count
 
 
-def _output_locations(task: Task) -> list[tuple[FileSystem, str]]:
-    """(filesystem, path) of each output, or NotImplementedError if existence does not decide completeness."""
-    if type(task).complete is not Task.complete:
-        raise NotImplementedError(
-            f"{task.task_family} overrides complete(), so its outputs alone do not decide"
-        )
-    locations = []
-    for target in flatten(task.output()):
-        if not isinstance(target, FileSystemTarget):
-            raise NotImplementedError(f"output {target!r} of {task!r} is not a FileSystemTarget")
-        if not getattr(type(target).exists, "__module__", "").startswith("luigi."):
-            raise NotImplementedError(f"output {target!r} of {task!r} has its own exists()")
-        locations.append((target.fs, target.path))
-    return locations
+# -- inference from listings --------------------------------------------------------------------------------
 
 
-def _existing_paths(fs: FileSystem, paths: set[str]) -> set[str]:
-    """Which of ``paths`` exist on ``fs``, by listing a few directories (or asking each path when cheaper)."""
-    bases = _listing_bases(paths)
-    if bases is None:
-        return {path for path in paths if fs.exists(path)}
-    try:
-        listed = _listed_paths(fs, bases)
-    except NotImplementedError:
-        return {path for path in paths if fs.exists(path)}
-    in_order = sorted(listed)
-    found = set()
-    for path in paths:
-        key = path.rstrip("/")
-        if key in listed or _is_listed_directory(key, in_order):
-            found.add(path)
-        elif any(ancestor in listed for ancestor in _ancestors(key)) and fs.exists(path):
-            # The listing stopped at a directory above this path (it is not recursive): ask directly.
-            found.add(path)
-    return found
+def infer_bulk_complete_from_fs(
+    datetimes: Sequence[datetime],
+    datetime_to_task: Callable[[datetime], Task],
+    datetime_to_re: Callable[[datetime], str],
+) -> list[datetime]:
+    """The members of ``datetimes`` some of whose output paths are not listed on their filesystem.
 
+    ``datetime_to_re(dt)`` is a regex whose groups match the date parts of ``dt`` in an output path, e.g.
+    ``dt.strftime("(%Y).*(%m).*(%d)")``.
 
-def _listing_bases(paths: set[str]) -> list[str] | None:
-    """The deepest directories, MAX_LISTINGS at most, that hold all ``paths``; None if not worth it."""
-    if len(paths) <= MAX_LISTINGS:
-        return None
-    deepest = max(path.count("/") for path in paths)
-    chosen: set[str] | None = None
-    for depth in range(1, deepest + 1):
-        directories = {_directory_at_depth(path, depth) for path in paths}
-        if len(directories) > MAX_LISTINGS:
-            break
-        chosen = directories
-    if chosen is None or any(_is_root(directory) for directory in chosen):
-        return None  # listing a whole filesystem would cost more than asking for each path
-    return sorted(chosen)
-
-
-def _directory_at_depth(path: str, depth: int) -> str:
-    """The prefix of ``path`` up to its ``depth``-th slash, or its own directory if it is shallower."""
-    end = -1
-    for _ in range(depth):
-        following = path.find("/", end + 1)
-        if following == -1:
-            break
-        end = following
-    return path[: end + 1]
-
-
-def _is_root(directory: str) -> bool:
-    """True for '', '/' and 'scheme://': directories whose listing would walk a whole filesystem."""
-    _, separator, rest = directory.partition("://")
-    return not (rest if separator else directory).strip("/")
-
-
-def _listed_paths(fs: FileSystem, bases: list[str]) -> set[str]:
-    """Every path ``fs.listdir`` gives under ``bases`` (without trailing slashes)."""
+    Raises:
+        NotImplementedError: the outputs do not allow it (see ``_get_filesystems_and_globs``).
+    """
+    filesystems_and_globs = list(_get_filesystems_and_globs(datetime_to_task, datetime_to_re))
+    paths_by_datetime = [[target.path for target in flatten_output(datetime_to_task(dt))] for dt in datetimes]
     listed: set[str] = set()
-    for base in bases:
-        started = time.monotonic()
-        try:
-            entries = [str(entry) for entry in fs.listdir(base)]
-        except (OSError, FileSystemException) as exc:  # a directory that is not there holds nothing
-            logger.debug("Listing %s failed (%s); treating it as empty", base, exc)
-            entries = []
-        for entry in entries:
-            full = entry if entry.startswith(base.rstrip("/")) else base + entry.lstrip("/")
-            listed.add(full.rstrip("/"))
-        logger.debug("Listed %d paths under %s in %.3fs", len(entries), base, time.monotonic() - started)
-    return listed
+    # One (filesystem, glob) per output position: pair it with that position's path in every datetime.
+    for (fs, glob), paths in zip(filesystems_and_globs, zip(*paths_by_datetime, strict=False), strict=False):
+        listed |= _list_existing(fs, glob, list(paths))
+    return [dt for dt, paths in zip(datetimes, paths_by_datetime, strict=True) if not set(paths) <= listed]
 
 
-def _is_listed_directory(path: str, listed_in_order: list[str]) -> bool:
-    """True when some listed path lies inside ``path`` (so ``path`` is an existing directory)."""
-    prefix = path + "/"
-    index = bisect.bisect_left(listed_in_order, prefix)
-    return index < len(listed_in_order) and listed_in_order[index].startswith(prefix)
+def _sample_datetimes() -> list[datetime]:
+    """135 scattered datetimes whose parts are unlikely to coincide in a path other than as the date."""
+    return [
+        datetime(year, month, day, hour)
+        for year in range(2000, 2050, 10)
+        for month in range(1, 4)
+        for day in range(5, 8)
+        for hour in range(21, 24)
+    ]
 
 
-def _ancestors(path: str) -> list[str]:
-    """Every proper prefix of ``path`` that ends just before a slash."""
-    return [path[:index] for index, char in enumerate(path) if char == "/" and index > 0]
+def _get_filesystems_and_globs(
+    datetime_to_task: Callable[[datetime], Task], datetime_to_re: Callable[[datetime], str]
+) -> Iterator[tuple[FileSystem, str]]:
+    """Yield ``(filesystem, directory glob)`` per output position of the task, learnt from samples.
+
+    Raises:
+        NotImplementedError: the task has no outputs, their number changes over time, an output is
+            not a FileSystemTarget, or a path does not show the sampled date.
+    """
+    samples = _sample_datetimes()
+    regexes = [re.compile(datetime_to_re(dt)) for dt in samples]
+    tasks = [datetime_to_task(dt) for dt in samples]
+    outputs = [flatten_output(task) for task in tasks]
+    if not outputs[0]:
+        # Luigi would call every instance complete here; asking each one is the safe answer.
+        raise NotImplementedError(f"{tasks[0]!r} has no outputs (nor its requirements) to list")
+    for task_outputs, task in zip(outputs, tasks, strict=True):
+        if len(task_outputs) != len(outputs[0]):
+            raise NotImplementedError(
+                f"Outputs must be consistent over time, sorry; was {task_outputs!r} for {task!r} and "
+                f"{outputs[0]!r} for {tasks[0]!r}"
+            )
+        for target in task_outputs:
+            if not isinstance(target, FileSystemTarget):
+                raise NotImplementedError(
+                    f"Output targets must be instances of FileSystemTarget; was {target!r} for {task!r}"
+                )
+    for same_position in zip(*outputs, strict=True):
+        yield same_position[0].fs, _get_per_location_glob(tasks, same_position, regexes)
+
+
+def _get_per_location_glob(
+    tasks: Sequence[Task], outputs: Sequence[FileSystemTarget], regexes: Sequence[re.Pattern[str]]
+) -> str:
+    """The directory of the first sample's path with each date part (at its usual span) as ``[0-9]``s."""
+    paths = [output.path for output in outputs]
+    matches = [regex.search(path) for regex, path in zip(regexes, paths, strict=True)]
+    for match, path, task in zip(matches, paths, tasks, strict=True):
+        if match is None:
+            raise NotImplementedError(
+                f"Couldn't deduce datehour representation in output path {path!r} of task {task}"
+            )
+    found = [match for match in matches if match is not None]
+    spans = [most_common(m.span(group) for m in found)[0] for group in range(1, found[0].re.groups + 1)]
+    glob = paths[0]
+    for start, end in sorted(spans, reverse=True):  # from the right, so earlier offsets stay valid
+        glob = glob[:start] + DIGIT_WILDCARD * (end - start) + glob[end:]
+    # Listing a directory is what filesystems offer; drop the file name.
+    return glob.rsplit("/", 1)[0]
+
+
+def _digit_set(digits: Iterable[str]) -> str:
+    """A readable wildcard for a set of digits: ``[1-9]`` when contiguous, ``[13]`` otherwise."""
+    chosen = sorted(set(digits))
+    if len(chosen) > 1 and ord(chosen[-1]) - ord(chosen[0]) == len(chosen) - 1:
+        return f"[{chosen[0]}-{chosen[-1]}]"
+    return f"[{''.join(chosen)}]"
+
+
+def _constrain_glob(glob: str, paths: Sequence[str], limit: int = CONSTRAIN_LIMIT) -> list[str]:
+    """Globs that together cover ``paths`` and little else, so that listings stay short.
+
+    The leftmost ``[0-9]`` of every glob is split into one glob per digit its paths have there, again and
+    again; when that would give more than ``limit`` globs, the digits are written as a set there instead.
+    """
+    current: dict[str, list[str]] = {glob: list(paths)}
+    while True:
+        position = next(iter(current)).find(DIGIT_WILDCARD)
+        if position == -1:
+            return list(current)
+        digits = {g: sorted({path[position] for path in p}) for g, p in current.items()}
+        if sum(len(found) for found in digits.values()) > limit:
+            return [g.replace(DIGIT_WILDCARD, _digit_set(digits[g]), 1) for g in current]
+        current = {
+            g.replace(DIGIT_WILDCARD, digit, 1): [path for path in p if path[position] == digit]
+            for g, p in current.items()
+            for digit in digits[g]
+        }
+
+
+def _list_existing(fs: FileSystem, glob: str, paths: Sequence[str]) -> set[str]:
+    """Every path listed under the narrowed globs of ``glob`` that exist on ``fs``."""
+    globs = sorted(_constrain_glob(glob, paths))
+    started = time.monotonic()
+    listing: set[str] = set()
+    for narrowed in globs:
+        for directory in _concrete(fs, narrowed):
+            logger.debug("Listing %s", directory)
+            if fs.exists(directory):
+                listing.update(str(path) for path in fs.listdir(directory))
+    logger.debug(
+        "%d %s listings took %.3fs to return %d items",
+        len(globs),
+        type(fs).__name__,
+        time.monotonic() - started,
+        len(listing),
+    )
+    return listing
+
+
+def _concrete(fs: FileSystem, glob: str) -> list[str]:
+    """What to ask ``fs`` about: the glob itself, or for the local disk the directories it matches.
+
+    Remote filesystems (HDFS, S3, GCS) expand globs themselves; ``os.path.exists`` does not.
+    """
+    if isinstance(fs, LocalFileSystem) and pathglob.has_magic(glob):
+        return sorted(pathglob.glob(glob))
+    return [glob]

@@ -76,6 +76,10 @@ class worker(Config):
         default=600.0,
         description="Seconds to keep retrying an unreachable scheduler before giving up (0: at once).",
     )
+    task_log_max_bytes = parameter.IntParameter(
+        default=1024 * 1024,
+        description="Bytes of each task run's output shipped to a luigid that keeps task logs (0: none).",
+    )
     executor = parameter.ChoiceParameter(
         default=EXECUTOR_LOCAL,
         choices=(EXECUTOR_LOCAL, EXECUTOR_DASK),

@@ -1,42 +1,35 @@
 """Running granted tasks on a Dask cluster (``[worker] executor = dask``, ``[dask] scheduler_address``).
 
 The worker still walks the graph, talks to the scheduler and pings; ``DaskRunner`` only moves each task's
-run to the cluster. A task is shipped by Dask's own transport (cloudpickle) to ``run_on_dask_worker``,
-which runs it with ``TaskProcess`` exactly as a local run does. What happens there comes back three ways:
-- progress reports (``set_status_message``, ``set_progress_percentage``, ...) as Dask events on a topic of
-  this runner, applied here through the worker's status reporter while the task still runs;
-- the events the task fired (START, SUCCESS, FAILURE, ...), recorded there and fired here on the worker's
-  own task object once the run ended, so event handlers registered in the worker process see them;
-- the ``TaskOutcome``, with the remote traceback in a failure's explanation.
-A task with a timeout runs on the Dask worker in a forked task slot, killed with everything it started
-when the deadline passes. A Dask worker that dies mid-task fails the task (the scheduler's retry rules
-apply); a run is reported DONE only from the outcome its own run returned. Tasks' modules must be
-importable on the Dask workers, as they must be for any remote worker.
+run to the cluster, where ``luigi.worker.dask_remote.run_on_dask_worker`` runs it as a local run would. A
+task is shipped by Dask's own transport (cloudpickle). While it runs, its progress reports and its events
+come back on a Dask event topic of this runner: reports go on to the scheduler through the worker's status
+reporter, events are fired on the worker's own task object, so event handlers registered in the worker
+process see them as the task fires them (the few that carry more than plain data come with the outcome).
+Scheduler messages for a task that accepts them go to it on a Dask queue. A task with a timeout runs on
+the Dask worker in a forked task slot, killed with everything it started when the deadline passes. A Dask
+worker that dies mid-task fails the task (the scheduler's retry rules apply); a run is reported DONE only
+from the outcome its own run returned. Tasks' modules must be importable on the Dask workers, as they must
+be for any remote worker.
 """
 
 from __future__ import annotations
 
 import logging
-import pickle
 import queue
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from luigi.event import Event
 from luigi.scheduler_api import SchedulerAPI
 from luigi.task import Task
 from luigi.task_status import FAILED
+from luigi.worker.dask_remote import RemoteRun, TheTask, messages_queue_name, run_on_dask_worker
 from luigi.worker.messages import Message
-from luigi.worker.task_process import (
-    FORWARDABLE_REPORTS,
-    TaskOutcome,
-    TaskProcess,
-    TaskRunOptions,
-    TaskStatusReporter,
-)
+from luigi.worker.task_process import FORWARDABLE_REPORTS, TaskOutcome, TaskRunOptions, TaskStatusReporter
 
 # distributed's API is untyped: its client and its futures (of a ``RemoteRun``) are held as Any.
 DaskClient = Any
@@ -46,8 +39,8 @@ logger = logging.getLogger("luigi-interface")
 
 # After a task's deadline, how long its Dask worker has to report the timed-out run before it is cancelled.
 TIMEOUT_GRACE_SECONDS = 10.0
-# How often a task slot on a Dask worker is checked (its report pipe is drained and its deadline kept).
-_SLOT_POLL_SECONDS = 0.5
+# How long an ended run's outcome waits for the events its task sent live and that are still on their way.
+LIVE_EVENTS_GRACE_SECONDS = 5.0
 
 
 class DaskUnavailableError(RuntimeError):
@@ -55,115 +48,32 @@ class DaskUnavailableError(RuntimeError):
 
 
 @dataclass
-class RemoteRun:
-    """What ``run_on_dask_worker`` sends back: the outcome, and the events the task fired there, in order.
-
-    An event's arguments name the task as a ``TheTask``; an argument that does not pickle comes as its repr.
-    """
-
-    outcome: TaskOutcome
-    events: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
-    pid: int = 0
-
-
-class TheTask:
-    """Stands for the task itself among a recorded event's arguments (the worker puts its own task there)."""
-
-
-class _ForwardingReporter:
-    """A status reporter on a Dask worker: each report goes to the luigi worker as an event on ``topic``."""
-
-    def __init__(self, topic: str, task_id: str) -> None:
-        from distributed import get_worker
-
-        self._worker = get_worker()
-        self._topic = topic
-        self._task_id = task_id
-        self.scheduler_messages = None  # scheduler messages do not reach a task on a Dask cluster
-
-    def __getattr__(self, name: str) -> Callable[..., None]:
-        if name not in FORWARDABLE_REPORTS:
-            raise AttributeError(name)
-
-        def forward(*args: Any) -> None:
-            self._worker.log_event(
-                self._topic, {"task_id": self._task_id, "report": name, "args": list(args)}
-            )
-
-        return forward
-
-
-def _recording_events(task: Task, events: list[tuple[str, tuple[Any, ...]]]) -> Callable[..., None]:
-    """A ``trigger_event`` for ``task`` on a Dask worker: it records, and the luigi worker fires later."""
-
-    def record(event: str, *args: Any, **kwargs: Any) -> None:
-        events.append((event, tuple(TheTask() if arg is task else _portable(arg) for arg in args)))
-
-    return record
-
-
-def _portable(value: Any) -> Any:
-    try:
-        pickle.dumps(value)
-    except Exception:  # anything that does not pickle (an exception holding a socket...) travels as text
-        return repr(value)
-    return value
-
-
-def run_on_dask_worker(
-    task: Task, options: TaskRunOptions, topic: str, timeout: float | None, deadline: float | None
-) -> RemoteRun:
-    """Run ``task`` on this Dask worker as a local run would; with a ``timeout``, in a killable slot.
-
-    ``deadline`` (wall clock) is when the timeout, counted from the submission, runs out.
-    """
-    import os
-
-    events: list[tuple[str, tuple[Any, ...]]] = []
-    task.trigger_event = _recording_events(task, events)  # type: ignore[method-assign]
-    reporter = _ForwardingReporter(topic, task.task_id)
-    if timeout is None or deadline is None:
-        outcome = TaskProcess(task, reporter, options).run()
-    else:
-        outcome = _run_in_slot(TaskProcess(task, reporter, options, timeout=timeout), deadline)
-    return RemoteRun(outcome, events, os.getpid())
-
-
-def _run_in_slot(process: TaskProcess, deadline: float) -> TaskOutcome:
-    """Run ``process`` in a forked task slot, killed (with what it started) once ``deadline`` passes."""
-    from luigi.worker.slots.pool import SlotPool
-
-    task = process.task
-    pool = SlotPool()
-    try:
-        pool.start(process, deadline, {task.task_id: task}, None)
-        while True:
-            pool.wait(_SLOT_POLL_SECONDS, time.time())
-            outcomes = pool.collect(time.time())
-            if outcomes:
-                return outcomes[0]
-    finally:
-        pool.shut_down()
-
-
-@dataclass
 class _Submitted:
     task: Task
+    run_key: str
     future: DaskFuture
     reporter: TaskStatusReporter
     timeout: float | None
     deadline: float | None  # wall clock, as the Dask worker keeps it
+    live_events: int = 0  # events received on the topic
+    messages: Any = None  # the run's Dask queue of scheduler messages, made at the first message
 
 
 class DaskRunner:
     """A ``TaskRunner`` that runs each task on a Dask cluster; it never asks ahead.
 
     The worker loop caps how many run at once (``--workers N``). ``scheduler`` receives the tasks' reports
-    from this process; the runner's own Dask client is closed by ``shut_down``.
+    from this process; ``opened(task_id)`` is told when a task may take scheduler messages. The runner's
+    own Dask client is closed by ``shut_down``.
     """
 
     def __init__(
-        self, scheduler: SchedulerAPI, options: TaskRunOptions, address: str, connect_timeout: float
+        self,
+        scheduler: SchedulerAPI,
+        options: TaskRunOptions,
+        address: str,
+        connect_timeout: float,
+        opened: Callable[[str], None] = lambda task_id: None,
     ):
         self._scheduler = scheduler
         # The cluster keeps no completion cache of ours, and the task runs outside this process.
@@ -176,6 +86,7 @@ class DaskRunner:
         )
         self._address = address
         self._connect_timeout = connect_timeout
+        self._opened = opened  # told when a task may take messages: at once, its Dask queue holds them
         self._wakeups: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()  # filled by Dask's thread
         self._topic = ""
         self._client: DaskClient | None = self._connect()  # now: a wrong address stops the worker early
@@ -196,21 +107,27 @@ class DaskRunner:
         reporter = TaskStatusReporter(self._scheduler, task_id, self._options.worker_id)
         if self._client is None:
             self._client = self._connect()
+        run_key = f"{task_id}-{uuid.uuid4().hex}"
         future = self._client.submit(
-            run_on_dask_worker,
-            task,
-            self._options,
-            self._topic,
-            timeout,
-            deadline,
-            key=f"{task_id}-{uuid.uuid4().hex}",
+            run_on_dask_worker, task, self._options, self._topic, run_key, timeout, deadline, key=run_key
         )
-        self._running[task_id] = _Submitted(task, future, reporter, timeout, deadline)
+        self._running[task_id] = _Submitted(task, run_key, future, reporter, timeout, deadline)
         future.add_done_callback(lambda done: self._wakeups.put(("done", done)))
+        if task.accepts_messages:
+            self._opened(task_id)
 
     def deliver(self, task_id: str, message: Message) -> bool:
-        """Scheduler messages do not reach a task on the cluster: always False (the worker drops them)."""
-        return False
+        """Put a scheduler message on the run's Dask queue; False if the task does not run here or refuses."""
+        submitted = self._running.get(task_id)
+        if submitted is None or not submitted.task.accepts_messages or self._client is None:
+            return False
+        if submitted.messages is None:
+            import distributed
+
+            queue_class: Any = distributed.Queue  # untyped
+            submitted.messages = queue_class(messages_queue_name(submitted.run_key), client=self._client)
+        submitted.messages.put(dict(message))
+        return True
 
     def wait(self, longest: float) -> None:
         """Block until a run ends, a report arrives, a deadline's grace runs out, or ``longest`` seconds."""
@@ -234,14 +151,32 @@ class DaskRunner:
             self._apply_report(payload)
 
     def _apply_report(self, report: Any) -> None:
+        """Apply a report or fire an event the run sent live; what is not of a running run is dropped."""
         submitted = self._running.get(str(report.get("task_id"))) if isinstance(report, dict) else None
-        name = report.get("report") if submitted is not None else None
-        if submitted is None or name not in FORWARDABLE_REPORTS:
-            return  # a report of a task that has ended, or not one a task may send
+        if submitted is None or report.get("run") != submitted.run_key:
+            return  # of a task that has ended, or of an earlier run of it
+        if report.get("kind") == "event":
+            submitted.live_events += 1
+            self._fire(
+                submitted.task, str(report.get("event")), report.get("args", []), report.get("task_at", [])
+            )
+            return
+        name = report.get("report")
+        if name not in FORWARDABLE_REPORTS:
+            return  # not one a task may send
         try:
             getattr(submitted.reporter, name)(*report.get("args", []))
         except Exception:  # a failed progress report must not take the worker down; it is logged
             logger.exception("Could not forward %s for %s", name, submitted.task)
+
+    @staticmethod
+    def _fire(task: Task, event: str, args: list[Any], task_at: list[int]) -> None:
+        """Fire a live event on the worker's own task object, the task put back where it was an argument."""
+        arguments = [task if index in task_at else arg for index, arg in enumerate(args)]
+        try:
+            task.trigger_event(event, *arguments)
+        except Exception:  # an event handler's error must not take the worker down; it is logged
+            logger.exception("An event handler for %s failed on %s", event, task)
 
     def collect(self) -> list[TaskOutcome]:
         """Outcomes of runs that ended (reports first), then of runs past their deadline and its grace."""
@@ -258,20 +193,44 @@ class DaskRunner:
     def _take_submitted(self, finished: list[DaskFuture]) -> list[_Submitted]:
         """The runs of these futures that are still ours (not timed out, nor of a cancelled run)."""
         by_future = {id(submitted.future): submitted for submitted in self._running.values()}
-        taken = [by_future[id(future)] for future in finished if id(future) in by_future]
-        for submitted in taken:
-            del self._running[submitted.task.task_id]
-        return taken
+        return [self._forget(by_future[id(future)]) for future in finished if id(future) in by_future]
+
+    def _forget(self, submitted: _Submitted) -> _Submitted:
+        """Stop tracking a run (its reports are dropped from now on) and close its message queue."""
+        del self._running[submitted.task.task_id]
+        if submitted.messages is not None:
+            submitted.messages.close()
+        return submitted
 
     def _outcome(self, submitted: _Submitted) -> TaskOutcome:
-        """The outcome the run returned, its events fired here; FAILED with the cause if it returned none."""
+        """The outcome the run returned, after its events; FAILED with the cause if it returned none."""
         task, future = submitted.task, submitted.future
-        if future.status == "finished":
-            remote: RemoteRun = future.result()
-            for event, args in remote.events:
-                task.trigger_event(event, *(task if isinstance(arg, TheTask) else arg for arg in args))
-            return remote.outcome
-        return _outcome_of_lost_run(task, future)
+        if future.status != "finished":
+            return _outcome_of_lost_run(task, future)
+        remote: RemoteRun = future.result()
+        self._await_live_events(submitted, remote.live_events)
+        for event, args in remote.events:
+            task.trigger_event(event, *(task if isinstance(arg, TheTask) else arg for arg in args))
+        return remote.outcome
+
+    def _await_live_events(self, submitted: _Submitted, expected: int) -> None:
+        """Take the topic's messages until the run's live events have all arrived (or a grace passed)."""
+        self._running[submitted.task.task_id] = submitted  # so that its late events still apply
+        give_up = time.monotonic() + LIVE_EVENTS_GRACE_SECONDS
+        try:
+            while submitted.live_events < expected and time.monotonic() < give_up:
+                try:
+                    self._take(self._wakeups.get(timeout=max(0.0, give_up - time.monotonic())))
+                except queue.Empty:
+                    break
+        finally:
+            del self._running[submitted.task.task_id]
+        if submitted.live_events < expected:
+            logger.warning(
+                "%d event(s) of %s did not arrive from the cluster",
+                expected - submitted.live_events,
+                submitted.task,
+            )
 
     def _cancel_overdue(self) -> list[TaskOutcome]:
         """Runs whose Dask worker did not report them timed out: cancelled and failed as timed out."""
@@ -281,8 +240,7 @@ class DaskRunner:
         ]
         outcomes = []
         for submitted in overdue:
-            task = submitted.task
-            del self._running[task.task_id]
+            task = self._forget(submitted).task
             submitted.future.cancel()
             message = (
                 f"Worker task {task.task_id} timed out after {submitted.timeout} seconds and was cancelled."
@@ -302,9 +260,8 @@ class DaskRunner:
 
     def shut_down(self) -> None:
         """Cancel what runs on the cluster and close this runner's Dask client (``start`` reconnects)."""
-        for submitted in self._running.values():
-            submitted.future.cancel()
-        self._running.clear()
+        for submitted in list(self._running.values()):
+            self._forget(submitted).future.cancel()
         self._finished.clear()
         client, self._client = self._client, None
         if client is not None:

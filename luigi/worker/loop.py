@@ -9,6 +9,7 @@ the loop talks to it only through the ``TaskRunner`` protocol of ``luigi.worker.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import json
 import logging
@@ -24,7 +25,7 @@ from typing import Any
 
 from luigi import notifications
 from luigi.parameter import ParameterException
-from luigi.rpc import RemoteScheduler
+from luigi.rpc import RemoteScheduler, RPCError
 from luigi.rpc.retry import checked_ride_out
 from luigi.scheduler_api import SchedulerAPI
 from luigi.task import Task
@@ -39,6 +40,7 @@ from luigi.worker.graph_walk import FailureEmails, GraphWalk, TaskLedger, retry_
 from luigi.worker.keep_alive import KeepAliveThread, serialized, should_stay_alive
 from luigi.worker.lookahead import AheadAsker, Lookahead
 from luigi.worker.messages import Message, MessageRouter
+from luigi.worker.progress import ProgressLine, progress_line_for_terminal, progress_of
 from luigi.worker.slots import SlotRunner
 from luigi.worker.task_process import (
     OutcomeBox,
@@ -57,6 +59,13 @@ _EXPL_ENCODER = json.JSONEncoder(default=str)
 
 # What building a task from its family and serialized parameters may raise (unknown family, bad value).
 _TASK_LOAD_ERRORS = (TaskClassException, ParameterException, ImportError, ValueError, TypeError)
+
+
+def _progress_enabled() -> bool:
+    """``[core] progress`` (default true): the live progress line on a terminal; false keeps logs alone."""
+    from luigi.configuration import get_config
+
+    return bool(get_config().getboolean("core", "progress", True))
 
 
 def _time() -> Any:
@@ -86,11 +95,10 @@ class Worker:
         _check_wait_settings(self._config)
         self._scheduler = scheduler
         self._rpc = serialized(scheduler)
-        ride_out = checked_ride_out(self._config.scheduler_unreachable_timeout)
         # Decided once: only our RPC client rides out a restart, holds reports and asks ahead.
         remote = scheduler if isinstance(scheduler, RemoteScheduler) else None
         if remote is not None:
-            remote.unreachable_timeout = ride_out
+            remote.unreachable_timeout = checked_ride_out(self._config.scheduler_unreachable_timeout)
         self.worker_processes = int(worker_processes)
         self._assistant = assistant
         self.host = socket.gethostname()
@@ -118,8 +126,10 @@ class Worker:
         self._get_work_response_history: list[dict[str, Any]] = []
 
         self._running_tasks: dict[str, Task] = {}  # started here, outcome not handled yet
+        self._progress: ProgressLine | None = None  # drawn on a terminal while run() runs
         self._messages = MessageRouter(self._deliver_message)
         self._stop_requesting_work = False
+        self._run_options: list[TaskRunOptions] = []  # their task_log_max_bytes is set by run()
         self._runner: TaskRunner = self._build_runner(remote)
         self._idle_since: float | None = None
         self._keep_alive_thread: KeepAliveThread | None = None
@@ -134,16 +144,19 @@ class Worker:
         RPC client when the scheduler is one (it can ask ahead), else None.
         """
         config = self._config
-        options = self._run_options = TaskRunOptions(
+        options = TaskRunOptions(
             worker_id=self._id,
             check_unfulfilled_deps=config.check_unfulfilled_deps,
             check_complete_on_run=config.check_complete_on_run,
             completion_cache=self._completion_cache,
             task_process_context=config.task_process_context,
         )
+        self._run_options.append(options)
         if config.executor == EXECUTOR_DASK:
             cluster = dask()
-            return DaskRunner(self._rpc, options, cluster.scheduler_address, cluster.connect_timeout)
+            return DaskRunner(
+                self._rpc, options, cluster.scheduler_address, cluster.connect_timeout, self._messages.open
+            )
         ahead = (
             AheadAsker(remote, Lookahead(True), self._flush_held_reports)
             if config.lookahead and remote is not None
@@ -153,6 +166,7 @@ class Worker:
             self._rpc, options, ahead, self._get_work_kwargs, self._taking_work, self._messages.open
         )
         slot_options = dataclasses.replace(options, in_child_process=True)
+        self._run_options.append(slot_options)
         return RunnerChoice(
             in_process,
             lambda: SlotRunner(self._rpc, slot_options, self._ledger.tasks, self._messages.open),
@@ -282,15 +296,39 @@ class Worker:
         logger.info("Running Worker with %d processes", self.worker_processes)
         self.run_succeeded = True
         self._announce_to_scheduler()
+        self._capture_task_logs_if_kept()
+        self._progress = progress_line_for_terminal(_progress_enabled())
         try:
-            while self._run_step():
-                pass
-            while self._running_tasks:
-                self._collect_outcomes(block=True)
+            with self._progress or contextlib.nullcontext():
+                while self._run_step():
+                    pass
+                while self._running_tasks:
+                    self._collect_outcomes(block=True)
         finally:
+            self._progress = None
             self._graph.forget_reported()
             self._runner.shut_down()
         return self.run_succeeded
+
+    def _capture_task_logs_if_kept(self) -> None:
+        """Capture and ship each run's output (``[worker] task_log_max_bytes``) if the scheduler keeps it."""
+        limit = self._config.task_log_max_bytes if self._scheduler_keeps_task_logs() else 0
+        for options in self._run_options:
+            options.task_log_max_bytes = limit
+
+    def _scheduler_keeps_task_logs(self) -> bool:
+        if self._config.task_log_max_bytes <= 0 or self._config.executor == EXECUTOR_DASK:
+            return False  # off; or tasks run in threads of Dask workers, whose output cannot be told apart
+        try:
+            return bool(self._rpc.scheduler_features().get("task_logs"))
+        except RPCError:  # a Luigi luigid has no such method: it keeps no logs
+            return False
+
+    def _show_progress(self, force: bool = False) -> None:
+        """Redraw the terminal's progress line, if there is one (see ``luigi.worker.progress``)."""
+        line = self._progress
+        if line is not None:
+            line.show(progress_of(self._ledger.history, len(self._running_tasks), line.elapsed()), force)
 
     def _run_step(self) -> bool:
         """Make room, ask for work, then start it, wait for a running task or idle; False: nothing is left."""
@@ -436,7 +474,7 @@ class Worker:
         timeout = task.worker_timeout if task.worker_timeout is not None else self._config.timeout
         in_slot = self._config.force_multiprocessing or self.worker_processes > 1
         reporter = TaskStatusReporter(self._rpc, task.task_id, self._id)
-        options = dataclasses.replace(self._run_options, in_child_process=in_slot)
+        options = dataclasses.replace(self._run_options[0], in_child_process=in_slot)
         return make_task_process(task, reporter, options, timeout, OutcomeBox())
 
     def _start_task(self, task_id: str) -> None:
@@ -445,6 +483,7 @@ class Worker:
         timeout = task.worker_timeout if task.worker_timeout is not None else self._config.timeout
         self._running_tasks[task_id] = task
         self._runner.start(task, timeout or None)
+        self._show_progress()
 
     def _collect_outcomes(self, block: bool) -> None:
         """Handle finished tasks; with ``block``, wait (at most ``wait_interval``) for one to finish."""
@@ -486,6 +525,7 @@ class Worker:
         if outcome.missing:
             self._reschedule_if_allowed(task, outcome.missing)
         self.run_succeeded &= outcome.status == DONE or bool(new_dep_ids)
+        self._show_progress(force=not self._running_tasks)
 
     def _add_dynamic_dependencies(self, task: Task, outcome: TaskOutcome) -> list[str]:
         """Build the yielded tasks and walk them into the scheduler; returns their ids.

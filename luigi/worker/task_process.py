@@ -166,6 +166,9 @@ class TaskStatusReporter:
     def add_scheduler_message_response(self, task_id: str, message_id: str, response: Any) -> None:
         self._scheduler.add_scheduler_message_response(task_id, message_id, response)
 
+    def append_task_log(self, run: str, offset: int, chunk: str, ended: bool) -> None:
+        self._scheduler.append_task_log(self._task_id, self._worker_id, run, offset, chunk, ended)
+
 
 # The reporter methods a child process may ask its parent to call (nothing else is honoured).
 FORWARDABLE_REPORTS = frozenset(
@@ -176,6 +179,7 @@ FORWARDABLE_REPORTS = frozenset(
         "decrease_running_resources",
         "report_task_statistics",
         "add_scheduler_message_response",
+        "append_task_log",
     }
 )
 
@@ -190,6 +194,7 @@ class TaskRunOptions:
     completion_cache: dict[str, bool] | None = None
     task_process_context: str | None = None
     in_child_process: bool = False
+    task_log_max_bytes: int = 0  # of each run's output to capture and ship to the scheduler (0: none)
 
 
 class OutcomeBox:
@@ -226,6 +231,7 @@ class TaskProcess(multiprocessing.Process):
         "scheduler_messages": "scheduler_messages",
     }
     context: str | None = None  # dotted path of the context manager class (ContextManagedTaskProcess)
+    task_log_max_bytes = 0  # of the run's output a task slot captures (ours; make_task_process sets it)
 
     @overload
     def __init__(
@@ -278,6 +284,7 @@ class TaskProcess(multiprocessing.Process):
             check_unfulfilled_deps = options.check_unfulfilled_deps
             check_complete_on_run = options.check_complete_on_run
             task_completion_cache = options.completion_cache
+            self.task_log_max_bytes = options.task_log_max_bytes
         else:
             self.status_reporter = status_reporter
             self.result_queue = result_queue
@@ -315,6 +322,7 @@ class TaskProcess(multiprocessing.Process):
             self.task_completion_cache,
             self.context,
             self.use_multiprocessing,
+            self.task_log_max_bytes,
         )
 
     def run(self) -> TaskOutcome:  # type: ignore[override]  # Process.run returns None; ours the outcome too
@@ -484,4 +492,5 @@ def make_task_process(
         check_complete_on_run=options.check_complete_on_run,
         task_completion_cache=options.completion_cache,
     )
+    process.task_log_max_bytes = options.task_log_max_bytes
     return process

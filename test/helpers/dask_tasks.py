@@ -88,3 +88,50 @@ class SleepsPastItsTimeout(luigi.Task):
         (Path(self.root) / "sleeper.pid").write_text(str(os.getpid()))
         time.sleep(60)
         self.output().open("w").close()
+
+
+class WaitsForItsStartEvent(luigi.Task):
+    """Finishes only once ``root/start-seen`` exists: the test's START handler, in the luigi worker, makes it.
+
+    With ``timed``, the task has a timeout, so it runs in a task slot forked on its Dask worker.
+    """
+
+    root = luigi.Parameter()
+    timed = luigi.BoolParameter()
+
+    @property
+    def worker_timeout(self) -> float | None:  # type: ignore[override]
+        return 60.0 if self.timed else None
+
+    def output(self) -> luigi.LocalTarget:
+        return luigi.LocalTarget(str(Path(self.root) / f"finished-{self.timed}"))
+
+    def run(self) -> None:
+        seen = Path(self.root) / "start-seen"
+        give_up = time.monotonic() + 30
+        while not seen.exists():
+            if time.monotonic() > give_up:
+                raise RuntimeError("the START event did not reach the luigi worker while the task ran")
+            time.sleep(0.02)
+        self.output().open("w").close()
+
+
+class ListensOnDask(luigi.Task):
+    """Takes one scheduler message, answers it and writes its content (``timed``: from a task slot)."""
+
+    root = luigi.Parameter()
+    timed = luigi.BoolParameter()
+    accepts_messages = True
+
+    @property
+    def worker_timeout(self) -> float | None:  # type: ignore[override]
+        return 60.0 if self.timed else None
+
+    def output(self) -> luigi.LocalTarget:
+        return luigi.LocalTarget(str(Path(self.root) / f"heard-{self.timed}"))
+
+    def run(self) -> None:
+        message = self.scheduler_messages.get(timeout=30)
+        message.respond(f"heard {message.content} in {os.getpid()}")
+        with self.output().open("w") as out:
+            out.write(str(message))

@@ -18,6 +18,7 @@ from luigi.rpc_methods import (
 from luigi.scheduler import Scheduler
 
 VISUALISER_METHODS = ("task_counts", "task_page", "task_detail", "graph_view")  # ours, beside Luigi's 39
+TASK_LOG_METHODS = ("scheduler_features", "append_task_log", "task_log")  # ours too
 READ_ONLY = {
     "count_pending",
     "graph",
@@ -37,6 +38,8 @@ READ_ONLY = {
     "update_metrics_task_started",
     "report_task_statistics",
     *VISUALISER_METHODS,
+    "scheduler_features",
+    "task_log",
 }
 
 
@@ -52,8 +55,8 @@ def scheduler_methods() -> set[str]:
     }
 
 
-def test_the_scheduler_exposes_exactly_the_39_registered_methods_plus_the_visualisers():
-    assert len(RPC_METHODS) == 39 + len(VISUALISER_METHODS)
+def test_the_scheduler_exposes_exactly_the_39_registered_methods_plus_ours():
+    assert len(RPC_METHODS) == 39 + len(VISUALISER_METHODS) + len(TASK_LOG_METHODS)
     assert scheduler_methods() == set(RPC_METHODS)
 
 
@@ -206,6 +209,9 @@ SAMPLE_CALLS = [
     ("prune", {}),
     ("update_metrics_task_started", {"task": "B"}),
     ("report_task_statistics", {"task_id": "B", "statistics": {"rows": 3}}),
+    ("scheduler_features", {}),
+    ("append_task_log", {"task_id": "B", "worker": WORKER, "run": "r1", "offset": 0, "chunk": "hi\n"}),
+    ("task_log", {"task_id": "B"}),
 ]
 
 

@@ -13,15 +13,18 @@ from helpers.dask_cluster import DaskCluster
 from helpers.dask_tasks import (
     FailsOnDask,
     FansOutOnDask,
+    ListensOnDask,
     RecordsWhereItRan,
     SleepsPastItsTimeout,
+    WaitsForItsStartEvent,
     YieldsADependency,
 )
 from helpers.luigid import pid_alive, wait_until
 
 from luigi.event import Event
 from luigi.scheduler import Scheduler
-from luigi.task_status import DONE, FAILED
+from luigi.task import Task
+from luigi.task_status import DONE, FAILED, RUNNING
 from luigi.worker import Worker
 from luigi.worker.dask_runner import DaskRunner, DaskUnavailableError
 
@@ -90,6 +93,76 @@ def test_events_of_a_task_run_on_the_cluster_fire_in_the_worker_process(
         assert worker.run() is True
     assert [name for name, _ in seen] == [Event.START, Event.PROCESSING_TIME, Event.SUCCESS]
     assert seen[0][1] == (task,)
+
+
+@pytest.mark.parametrize("timed", [False, True], ids=["in-thread", "in-a-slot"])
+def test_events_fire_in_the_worker_process_while_the_task_still_runs_on_the_cluster(
+    dask_cluster: DaskCluster, tmp_path: Path, timed: bool
+) -> None:
+    seen: list[str] = []
+
+    def on_start(task: Task) -> None:
+        seen.append(Event.START)
+        (tmp_path / "start-seen").touch()  # the task on the cluster waits for this before it finishes
+
+    def on_success(task: Task) -> None:
+        seen.append(Event.SUCCESS)
+
+    dask_cluster.configure()
+    task = WaitsForItsStartEvent(str(tmp_path), timed)
+    try:
+        Task.event_handler(Event.START)(on_start)
+        Task.event_handler(Event.SUCCESS)(on_success)
+        with Worker(scheduler=Scheduler()) as worker:
+            worker.add(task)
+            assert worker.run() is True
+    finally:
+        Task.remove_event_handler(Event.START, on_start)
+        Task.remove_event_handler(Event.SUCCESS, on_success)
+    assert task.complete()
+    assert seen == [Event.START, Event.SUCCESS]
+
+
+@pytest.mark.parametrize("timed", [False, True], ids=["in-thread", "in-a-slot"])
+def test_scheduler_messages_reach_a_task_on_the_cluster_which_answers_them(
+    dask_cluster: DaskCluster, tmp_path: Path, timed: bool
+) -> None:
+    dask_cluster.configure()
+    scheduler = LockedScheduler(Scheduler(send_messages=True))
+    task = ListensOnDask(str(tmp_path), timed)
+    with Worker(scheduler=scheduler, ping_interval=0.05) as worker:
+        worker.add(task)
+        runner = threading.Thread(target=worker.run)
+        runner.start()
+        wait_until(lambda: scheduler.task_list(RUNNING, "").get(task.task_id), 60, "the task to run")
+        sent = scheduler.send_scheduler_message(worker=worker._id, task=task.task_id, content="ping?")
+        answer = wait_until(
+            lambda: scheduler.get_scheduler_message_response(task.task_id, sent["message_id"])["response"],
+            60,
+            "the task's answer",
+        )
+        runner.join(timeout=60)
+    assert not runner.is_alive()
+    assert (tmp_path / f"heard-{timed}").read_text() == "ping?"
+    heard_in = int(answer.rsplit(" ", 1)[1])
+    assert answer.startswith("heard ping? in ") and heard_in != os.getpid()
+
+
+class LockedScheduler:
+    """The scheduler shared by the test thread and the worker's threads, one call at a time."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._scheduler = scheduler
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        method = getattr(self._scheduler, name)
+
+        def call(*args, **kwargs):  # type: ignore[no-untyped-def]
+            with self._lock:
+                return method(*args, **kwargs)
+
+        return call
 
 
 def test_dynamic_dependencies_yielded_on_the_cluster_are_scheduled_and_run_there(

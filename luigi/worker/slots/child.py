@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 
 import psutil
 
+from luigi.worker.output_capture import captured_output
 from luigi.worker.slots.pipe import JsonLineReader, JsonLineWriter
 from luigi.worker.task_process import (
     OutcomeBox,
@@ -43,12 +44,14 @@ class ForwardingStatusReporter:
 
     def __init__(self, writer: JsonLineWriter, task_id: str, message_reader: JsonLineReader | None) -> None:
         self._writer = writer
+        self._lock = threading.Lock()  # the output capture's thread reports too
         self.scheduler_messages = (
             PipeMessageQueue(message_reader, self, task_id) if message_reader is not None else None
         )
 
     def _forward(self, name: str, *args: Any) -> None:
-        self._writer.send({"report": name, "args": list(args)})
+        with self._lock:
+            self._writer.send({"report": name, "args": list(args)})
 
     def update_tracking_url(self, tracking_url: str) -> None:
         self._forward("update_tracking_url", tracking_url)
@@ -67,6 +70,9 @@ class ForwardingStatusReporter:
 
     def add_scheduler_message_response(self, task_id: str, message_id: str, response: Any) -> None:
         self._forward("add_scheduler_message_response", task_id, message_id, response)
+
+    def append_task_log(self, run: str, offset: int, chunk: str, ended: bool) -> None:
+        self._forward("append_task_log", run, offset, chunk, ended)
 
 
 class PipeMessageQueue:
@@ -180,7 +186,8 @@ def _run_job(
     reporter = ForwardingStatusReporter(writer, task.task_id, reader if task.accepts_messages else None)
     options = TaskRunOptions(**job["options"], completion_cache=cache, in_child_process=True)
     results = OutcomeBox()
-    make_task_process(task, reporter, options, job.get("timeout"), results).run()
+    with captured_output(reporter.append_task_log, options.task_log_max_bytes):
+        make_task_process(task, reporter, options, job.get("timeout"), results).run()
     return results.take(task.task_id)
 
 

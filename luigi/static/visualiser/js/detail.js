@@ -4,6 +4,7 @@
 import { el, replace, safeHttpUrl } from './dom.js';
 import * as format from './format.js';
 import { badge, dot, label, DISABLED, FAILED, RUNNING, DONE } from './status.js';
+import { TaskLogView } from './tasklog.js';
 
 const MAX_NEIGHBOURS = 100;
 
@@ -13,6 +14,7 @@ export class TaskDetail {
     this.taskId = null;
     this.lastJson = null;
     this.body = el('div', { class: 'drawer-body' });
+    this.log = new TaskLogView(ctx.api);
     this.closeButton = el('button', {
       class: 'btn btn-icon', type: 'button', title: 'Close', 'aria-label': 'Close the task detail', text: '×',
       on: { click: () => ctx.router.update({ detail: null }) },
@@ -31,6 +33,7 @@ export class TaskDetail {
     this.taskId = taskId || null;
     this.lastJson = null;
     this.element.hidden = !this.taskId;
+    if (!this.taskId) this.log.stop();
     document.body.classList.toggle('with-drawer', Boolean(this.taskId));
     if (this.taskId) replace(this.body, el('p', { class: 'muted', text: 'Loading…' }));
   }
@@ -67,7 +70,8 @@ export class TaskDetail {
       progress(task),
       task.status_message ? section('Status message', el('pre', { class: 'status-message', text: format.text(task.status_message) })) : null,
       detail.error ? section(task.status === FAILED || task.status === DISABLED ? 'Error' : 'Last error',
-        el('pre', { class: 'traceback', text: format.text(detail.error) })) : null,
+        el('pre', { class: 'traceback', text: format.errorText(detail.error) })) : null,
+      this.log.show(task.task_id, task.status === RUNNING),
       section('Parameters', paramsTable(task.params)),
       section('Details', facts(task)),
       this.neighbours('Upstream', 'Tasks this task needs', detail.upstream, detail.num_upstream),

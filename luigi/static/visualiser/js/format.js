@@ -39,6 +39,21 @@ export function text(value) {
   return JSON.stringify(value);
 }
 
+/**
+ * A task's error as readable text. Workers send the explanation JSON-encoded (Luigi's wire format), so a
+ * string that is a JSON text is shown decoded: a traceback with its line breaks, other values indented.
+ */
+export function errorText(value) {
+  if (typeof value !== 'string') return text(value);
+  let decoded;
+  try {
+    decoded = JSON.parse(value);
+  } catch (notJson) {
+    return value;
+  }
+  return typeof decoded === 'string' ? decoded : JSON.stringify(decoded, null, 2);
+}
+
 /** "k=v, k=v" over a params object, in key order (what the scheduler's display names use). */
 export function paramsText(params) {
   if (!params || typeof params !== 'object') return '';

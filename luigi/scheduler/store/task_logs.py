@@ -1,0 +1,227 @@
+"""The logs of task runs that ``luigid`` keeps: what workers shipped of each run's output, by attempt.
+
+Chunks are appended as JSON lines to one segment file per UTC day in the log directory (beside the state
+by default), so a chunk costs one buffered write; an index in memory says where each run's chunks are,
+and is rebuilt from the segments at start. Segments older than ``keep_days`` are deleted whole. A run is
+one attempt of a task, numbered in the order its first chunk arrived; offsets are UTF-8 bytes of its log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from luigi.scheduler.settings import SchedulerConfig
+
+logger = logging.getLogger("luigi.server")
+
+MAX_ANSWER_BYTES = 256 * 1024  # of one task_log answer; the page asks again from the next offset
+_SEGMENT_SUFFIX = ".log.jsonl"
+_DAY_SECONDS = 86400
+
+
+@dataclass
+class _Chunk:
+    segment: str
+    position: int  # where its line starts in the segment
+    offset: int  # where its text starts in the run's log (UTF-8 bytes)
+    size: int  # of its text, UTF-8 bytes
+
+
+@dataclass
+class RunLog:
+    """One run's log: where its chunks are, how much arrived, and whether the worker said it ended."""
+
+    run: str
+    worker: str
+    attempt: int
+    started: float
+    size: int = 0  # bytes kept
+    received: int = 0  # bytes of the worker's log accounted for (a gap's marker is ours, not the worker's)
+    ended: bool = False
+    chunks: list[_Chunk] = field(default_factory=list)
+
+    def describe(self) -> dict[str, Any]:
+        return {"attempt": self.attempt, "worker": self.worker, "started": self.started, "bytes": self.size,
+                "ended": self.ended}  # fmt: skip
+
+
+class TaskLogStore:
+    """Run logs in segment files under ``directory``; ``keep_days`` of them (0: kept until deleted)."""
+
+    def __init__(self, directory: str, keep_days: float) -> None:
+        self._directory = directory
+        self._keep_days = keep_days
+        self._runs: dict[str, list[RunLog]] = {}  # by task id, oldest attempt first
+        self._by_run: dict[tuple[str, str], RunLog] = {}
+        self._segment_name = ""
+        self._segment: IO[bytes] | None = None
+        os.makedirs(directory, exist_ok=True)
+        self._load()
+
+    # -- writing --------------------------------------------------------------------------------------
+
+    def append(
+        self, task_id: str, worker: str, run: str, offset: int, chunk: str, ended: bool, now: float
+    ) -> None:
+        """Add a chunk of a run's log; a chunk sent again (a retried request) is not kept twice."""
+        log = self._run_log(task_id, worker, run, now)
+        text = _unseen_part(chunk, offset, log.received)
+        received = max(log.received, offset + len(chunk.encode("utf-8")))
+        if text or (ended and not log.ended):
+            record = {"t": task_id, "w": worker, "r": run, "d": text, "n": received, "s": now}
+            self._write({**record, "e": 1} if ended else record, log)
+
+    def _run_log(self, task_id: str, worker: str, run: str, now: float) -> RunLog:
+        log = self._by_run.get((task_id, run))
+        if log is None:
+            runs = self._runs.setdefault(task_id, [])
+            log = RunLog(run, worker, len(runs) + 1, now)
+            runs.append(log)
+            self._by_run[(task_id, run)] = log
+        return log
+
+    def _write(self, record: dict[str, Any], log: RunLog) -> None:
+        segment = self._open_segment(float(record["s"]))
+        position = segment.tell()
+        segment.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
+        self._index(record, log, self._segment_name, position)
+
+    def _index(self, record: dict[str, Any], log: RunLog, segment: str, position: int) -> None:
+        size = len(str(record.get("d", "")).encode("utf-8"))
+        if size:
+            log.chunks.append(_Chunk(segment, position, log.size, size))
+            log.size += size
+        log.received = max(log.received, int(record.get("n", 0)))
+        if record.get("e"):
+            log.ended = True
+
+    def _open_segment(self, now: float) -> IO[bytes]:
+        name = time.strftime("%Y-%m-%d", time.gmtime(now)) + _SEGMENT_SUFFIX
+        if self._segment is None or name != self._segment_name:
+            self.flush()
+            if self._segment is not None:
+                self._segment.close()
+            self._segment = open(os.path.join(self._directory, name), "ab")
+            self._segment_name = name
+        return self._segment
+
+    def flush(self) -> None:
+        """Hand what was appended to the operating system (``luigid`` calls it after each request)."""
+        if self._segment is not None:
+            self._segment.flush()
+
+    def close(self) -> None:
+        if self._segment is not None:
+            self._segment.close()
+            self._segment = None
+
+    # -- reading --------------------------------------------------------------------------------------
+
+    def read(self, task_id: str, attempt: int | None, offset: int) -> dict[str, Any]:
+        """A chunk of one run's log from ``offset`` (the last attempt by default), and where to go on."""
+        runs = self._runs.get(task_id, [])
+        log = runs[-1] if attempt is None and runs else next((r for r in runs if r.attempt == attempt), None)
+        answer: dict[str, Any] = {"taskId": task_id, "attempts": [run.describe() for run in runs]}
+        if log is None:
+            return {**answer, "attempt": None, "chunk": "", "nextOffset": 0, "ended": False}
+        self.flush()
+        data = self._bytes_from(log, max(0, offset))
+        text = data.decode("utf-8", "ignore")  # a chunk cut inside a character leaves it for the next
+        next_offset = max(0, offset) + len(text.encode("utf-8"))
+        ended = log.ended and next_offset >= log.size
+        return {**answer, "attempt": log.attempt, "chunk": text, "nextOffset": next_offset, "ended": ended}
+
+    def _bytes_from(self, log: RunLog, offset: int) -> bytes:
+        parts: list[bytes] = []
+        total = 0
+        for chunk in log.chunks:
+            if chunk.offset + chunk.size <= offset:
+                continue
+            data = self._chunk_text(chunk).encode("utf-8")[max(0, offset - chunk.offset) :]
+            parts.append(data[: MAX_ANSWER_BYTES - total])
+            total += len(parts[-1])
+            if total >= MAX_ANSWER_BYTES:
+                break
+        return b"".join(parts)
+
+    def _chunk_text(self, chunk: _Chunk) -> str:
+        with open(os.path.join(self._directory, chunk.segment), "rb") as segment:
+            segment.seek(chunk.position)
+            return str(json.loads(segment.readline()).get("d", ""))
+
+    # -- keeping --------------------------------------------------------------------------------------
+
+    def expire(self, now: float) -> None:
+        """Delete the segments older than ``keep_days`` and forget the runs that had chunks there only."""
+        if self._keep_days <= 0:
+            return
+        oldest = (
+            time.strftime("%Y-%m-%d", time.gmtime(now - self._keep_days * _DAY_SECONDS)) + _SEGMENT_SUFFIX
+        )
+        expired = {name for name in self._segment_names() if name < oldest and name != self._segment_name}
+        if not expired:
+            return
+        for name in expired:
+            os.remove(os.path.join(self._directory, name))
+        for task_id, runs in list(self._runs.items()):
+            kept = [run for run in runs if not run.chunks or run.chunks[-1].segment not in expired]
+            for run in runs:
+                run.chunks = [chunk for chunk in run.chunks if chunk.segment not in expired]
+            gone = [run for run in runs if run not in kept]
+            for run in gone:
+                self._by_run.pop((task_id, run.run), None)
+            if kept:
+                self._runs[task_id] = kept
+            else:
+                del self._runs[task_id]
+
+    def _segment_names(self) -> list[str]:
+        return sorted(name for name in os.listdir(self._directory) if name.endswith(_SEGMENT_SUFFIX))
+
+    def _load(self) -> None:
+        """Rebuild the index from the segments; a line that does not parse (a torn last write) is skipped."""
+        for name in self._segment_names():
+            with open(os.path.join(self._directory, name), "rb") as segment:
+                position = 0
+                for line in segment:
+                    self._load_line(line, name, position)
+                    position += len(line)
+
+    def _load_line(self, line: bytes, segment: str, position: int) -> None:
+        try:
+            record = json.loads(line)
+            task_id, worker, run = str(record["t"]), str(record["w"]), str(record["r"])
+        except (ValueError, KeyError, TypeError):
+            logger.warning("Skipping an unreadable line of the task log segment %s", segment)
+            return
+        self._index(record, self._run_log(task_id, worker, run, float(record.get("s", 0))), segment, position)
+
+
+def _unseen_part(chunk: str, offset: int, received: int) -> str:
+    """The part of ``chunk`` (starting at ``offset``) past the ``received`` bytes; a gap is marked."""
+    if offset > received:
+        return f"\n[luigi: {offset - received} bytes of this log did not arrive]\n{chunk}"
+    if offset == received:
+        return chunk
+    return chunk.encode("utf-8")[received - offset :].decode("utf-8", "ignore")
+
+
+def open_task_logs_from_config(config: SchedulerConfig) -> TaskLogStore | None:
+    """``luigid``'s task logs: in ``[scheduler] task_log_dir``, else ``task-logs`` beside the state file.
+
+    None, with the reason logged, when that directory cannot be made: luigid then runs keeping no logs.
+    """
+    directory = config.task_log_dir or os.path.join(
+        os.path.dirname(os.path.abspath(os.path.expanduser(config.state_path))), "task-logs"
+    )
+    try:
+        return TaskLogStore(directory, config.task_log_keep_days)
+    except OSError as exc:
+        logger.error("Keeping no task logs: cannot use %s (set [scheduler] task_log_dir): %s", directory, exc)
+        return None

@@ -1,0 +1,187 @@
+"""Keeping what a task run writes: its stdout and stderr, at the file-descriptor level, as the run's log.
+
+While a task runs, descriptors 1 and 2 of its process point into pipes; a reader thread copies what
+arrives to the original descriptors (the worker's console shows what it always did) and into the run's
+``TaskLogSink``, which sends it on in bounded chunks (``[worker] task_log_max_bytes`` per run, the cut
+marked). So the task's prints, what its child processes write and the log records emitted meanwhile are
+all kept. One capture per process, as one task runs at a time in it (the worker's own process, or a task
+slot forked from it); the pipes and the thread are made on first use, and again in a forked process.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import select
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+
+# A chunk is sent once this much is buffered, or when the oldest buffered output is this old.
+CHUNK_BYTES = 64 * 1024
+SHIP_EVERY_SECONDS = 0.5
+_READ_BYTES = 65536
+
+# ``send(run, offset, chunk, ended)``: offset is where ``chunk`` starts, in UTF-8 bytes of the run's log.
+SendChunk = Callable[[str, int, str, bool], None]
+
+
+def cut_marker(max_bytes: int) -> str:
+    """The line that ends a log cut at ``max_bytes``."""
+    setting = "[worker] task_log_max_bytes"
+    return f"\n[luigi: the rest of this run's output was cut at {max_bytes} bytes ({setting})]\n"
+
+
+class TaskLogSink:
+    """One run's log on its way: decoded, buffered, cut at ``max_bytes``, sent in chunks by ``send``."""
+
+    def __init__(self, send: SendChunk, max_bytes: int) -> None:
+        self.run = uuid.uuid4().hex[:16]
+        self._send = send
+        self._max_bytes = max_bytes
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._buffer: list[str] = []
+        self._buffered = 0
+        self._sent = 0
+        self._since: float | None = None
+        self._cut = False
+
+    def feed(self, data: bytes) -> None:
+        """Take output as it was written (partial UTF-8 sequences wait for their rest)."""
+        if not self._cut:
+            self._add(self._decoder.decode(data))
+
+    def _add(self, text: str) -> None:
+        room = self._max_bytes - self._sent - self._buffered
+        encoded = text.encode("utf-8")
+        if len(encoded) > room:
+            text = encoded[: max(room, 0)].decode("utf-8", "ignore") + cut_marker(self._max_bytes)
+            encoded = text.encode("utf-8")
+            self._cut = True
+        if text:
+            self._buffer.append(text)
+            self._buffered += len(encoded)
+            self._since = self._since if self._since is not None else time.monotonic()
+
+    def ship_if_due(self) -> None:
+        """Send what is buffered if it is big enough or has waited long enough."""
+        if self._since is not None and (
+            self._buffered >= CHUNK_BYTES or time.monotonic() - self._since >= SHIP_EVERY_SECONDS
+        ):
+            self._ship(ended=False)
+
+    def finish(self) -> None:
+        """Send the rest, saying the run ended."""
+        if not self._cut:
+            self._add(self._decoder.decode(b"", final=True))
+        self._ship(ended=True)
+
+    def _ship(self, ended: bool) -> None:
+        chunk = "".join(self._buffer)
+        offset = self._sent
+        self._buffer.clear()
+        self._sent += self._buffered
+        self._buffered = 0
+        self._since = None
+        self._send(self.run, offset, chunk, ended)
+
+
+class OutputCapture:
+    """The capture of one process's descriptors 1 and 2 (see the module docstring)."""
+
+    _current: OutputCapture | None = None
+
+    def __init__(self) -> None:
+        self._pid = os.getpid()
+        self._originals = (1, 2)  # where the console is: during a run, copies of 1 and 2 made at its start
+        self._pipes = [os.pipe(), os.pipe()]  # (read end, write end) for stdout, then stderr
+        for read_end, _ in self._pipes:
+            os.set_blocking(read_end, False)
+        self._lock = threading.Lock()
+        self._sink: TaskLogSink | None = None
+        threading.Thread(target=self._copy_forever, name="luigi-output-capture", daemon=True).start()
+
+    @classmethod
+    def current(cls) -> OutputCapture:
+        """This process's capture (a forked process makes its own: threads do not survive a fork)."""
+        capture = cls._current
+        if capture is None or capture._pid != os.getpid():
+            cls._current = capture = cls()
+        return capture
+
+    @contextlib.contextmanager
+    def capturing(self, sink: TaskLogSink) -> Iterator[None]:
+        """Send what descriptors 1 and 2 receive meanwhile to ``sink`` (and on to the console).
+
+        The console is whatever 1 and 2 are when the run starts (a test runner may have moved them).
+        """
+        _flush_stdio()
+        console = (os.dup(1), os.dup(2))
+        with self._lock:
+            self._sink, self._originals = sink, console
+        os.dup2(self._pipes[0][1], 1)
+        os.dup2(self._pipes[1][1], 2)
+        try:
+            yield
+        finally:
+            _flush_stdio()
+            os.dup2(console[0], 1)
+            os.dup2(console[1], 2)
+            with self._lock:
+                self._drain()
+                self._sink, self._originals = None, (1, 2)
+            os.close(console[0])
+            os.close(console[1])
+            sink.finish()
+
+    def _copy_forever(self) -> None:
+        read_ends = [read_end for read_end, _ in self._pipes]
+        while True:
+            select.select(read_ends, [], [], SHIP_EVERY_SECONDS)
+            with self._lock:
+                self._drain()
+                if self._sink is not None:
+                    self._sink.ship_if_due()
+
+    def _drain(self) -> None:
+        """Copy everything waiting in the pipes to the console and the sink (with the lock held)."""
+        for (read_end, _), original in zip(self._pipes, self._originals, strict=True):
+            while True:
+                try:
+                    data = os.read(read_end, _READ_BYTES)
+                except BlockingIOError:
+                    break
+                if not data:
+                    break
+                _write_all(original, data)
+                if self._sink is not None:
+                    self._sink.feed(data)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except OSError:  # the console went away: the log still gets the output
+            return
+        view = view[written:]
+
+
+def _flush_stdio() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a closed or broken stream has nothing to flush
+            pass
+
+
+def captured_output(send: SendChunk, max_bytes: int) -> contextlib.AbstractContextManager[object]:
+    """Capture a run's output into a new log sent by ``send``; nothing is captured when ``max_bytes`` <= 0."""
+    if max_bytes <= 0:
+        return contextlib.nullcontext()
+    return OutputCapture.current().capturing(TaskLogSink(send, max_bytes))

@@ -1,0 +1,239 @@
+"""Task run logs: what a task writes is kept per run by luigid and comes back from ``task_log``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from helpers.browser import browser, open_view, watched_page
+from helpers.luigid import LuigidProcess, luigid_env, running_luigid, wait_until
+
+from luigi.scheduler.store.task_logs import TaskLogStore
+from luigi.worker.output_capture import cut_marker
+
+PIPELINE = textwrap.dedent(
+    '''
+    import logging
+    import os
+    import subprocess
+    import time
+
+    import luigi
+
+    logger = logging.getLogger("luigi-interface")
+
+
+    class Talks(luigi.Task):
+        """Prints a marker, runs echo in a child process, logs a third marker."""
+
+        root = luigi.Parameter()
+        n = luigi.IntParameter(default=0)
+
+        def output(self):
+            return luigi.LocalTarget(os.path.join(self.root, f"talked-{self.n}"))
+
+        def run(self):
+            print(f"printed-marker-{self.n}", flush=True)
+            subprocess.run(["echo", f"child-marker-{self.n}"], check=True)
+            logger.info("logged-marker-%d", self.n)
+            self.output().open("w").close()
+
+
+    class Talkers(luigi.WrapperTask):
+        root = luigi.Parameter()
+
+        def requires(self):
+            return [Talks(self.root, n) for n in range(3)]
+
+
+    class Floods(luigi.Task):
+        """Writes far more than the capture keeps."""
+
+        root = luigi.Parameter()
+
+        def output(self):
+            return luigi.LocalTarget(os.path.join(self.root, "flooded"))
+
+        def run(self):
+            for line in range(5000):
+                print(f"line {line:05d} " + "x" * 40)
+            self.output().open("w").close()
+
+
+    class WaitsForGo(luigi.Task):
+        """Prints a first marker, then runs until the file ``go`` exists (so a reader can follow it live)."""
+
+        root = luigi.Parameter()
+
+        def output(self):
+            return luigi.LocalTarget(os.path.join(self.root, "went"))
+
+        def run(self):
+            print("before-go-marker", flush=True)
+            go = os.path.join(self.root, "go")
+            give_up = time.monotonic() + 60
+            while not os.path.exists(go) and time.monotonic() < give_up:
+                time.sleep(0.05)
+            print("after-go-marker", flush=True)
+            self.output().open("w").close()
+    '''
+)
+
+
+def run_pipeline(luigid: LuigidProcess, tmp_path: Path, *args: str, config: str = "") -> subprocess.Popen:
+    (tmp_path / "talking_pipeline.py").write_text(PIPELINE)
+    env = luigid_env(tmp_path, config)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+    command = [sys.executable, "-m", "luigi", "--module", "talking_pipeline", *args]
+    command += ["--scheduler-url", luigid.url, "--root", str(tmp_path / "out")]
+    return subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def finished(process: subprocess.Popen) -> str:
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == 0, output.decode()
+    return output.decode()
+
+
+def task_log(luigid: LuigidProcess, task_id: str, **kwargs: object) -> dict:
+    reply = luigid.probe().call("task_log", {"task_id": task_id, **kwargs}, verb="GET")
+    assert reply.status == 200, reply.body
+    return reply.json()["response"]
+
+
+def task_id_of(luigid: LuigidProcess, family: str, n: int | None = None) -> str:
+    tasks = luigid.probe().call("task_list", {"status": "", "upstream_status": ""}).json()["response"]
+    return next(
+        task_id
+        for task_id, task in tasks.items()
+        if task["name"] == family and (n is None or task["params"].get("n") == str(n))
+    )
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_prints_child_output_and_log_records_of_a_run_come_back_from_task_log(
+    tmp_path: Path, workers: int
+) -> None:
+    with running_luigid(tmp_path) as luigid:
+        output = finished(run_pipeline(luigid, tmp_path, "Talkers", "--workers", str(workers)))
+        for n in range(3):
+            log = task_log(luigid, task_id_of(luigid, "Talks", n))
+            assert log["kept"] and log["ended"] and log["attempt"] == 1
+            for marker in ("printed-marker", "child-marker", "logged-marker"):
+                assert f"{marker}-{n}" in log["chunk"]
+            assert f"child-marker-{(n + 1) % 3}" not in log["chunk"]  # only this run's output
+    for marker in ("printed-marker-0", "child-marker-1", "logged-marker-2"):
+        assert marker in output  # still echoed to the worker's console
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_task_detail_shows_the_runs_log_with_all_three_markers(tmp_path: Path, workers: int) -> None:
+    with running_luigid(tmp_path) as luigid:
+        finished(run_pipeline(luigid, tmp_path, "Talks", "--n", "5", "--workers", str(workers)))
+        task_id = task_id_of(luigid, "Talks", 5)
+        with browser() as chromium, watched_page(chromium) as page:
+            open_view(page, luigid.url.rstrip("/"), f"#tab=tasks&detail={quote(task_id)}")
+            page.wait_for_function(
+                "() => /ended/.test(document.querySelector('#task-log .task-log-note').textContent)"
+            )
+            shown = page.locator("#task-log .task-log").inner_text()
+            if workers == 2:
+                page.screenshot(path=str(tmp_path / "log.png"))
+            assert page.locator("#task-log .task-log *").count() == 0  # text, never markup
+            assert page.problems == []
+    for marker in ("printed-marker-5", "child-marker-5", "logged-marker-5"):
+        assert marker in shown
+
+
+def test_the_task_detail_says_when_no_log_was_sent(tmp_path: Path) -> None:
+    with running_luigid(tmp_path) as luigid:
+        luigid.probe().call(
+            "add_task", {"task_id": "FromLuigi__99914b932b", "worker": "w", "status": "FAILED"}
+        )
+        with browser() as chromium, watched_page(chromium) as page:
+            open_view(page, luigid.url.rstrip("/"), "#tab=tasks&detail=FromLuigi__99914b932b")
+            page.wait_for_function(
+                "() => /No log was sent/.test(document.querySelector('#task-log').textContent)"
+            )
+            assert page.locator("#task-log .task-log").inner_text() == ""
+
+
+def test_a_log_is_cut_at_task_log_max_bytes_and_the_cut_is_marked(tmp_path: Path) -> None:
+    with running_luigid(tmp_path) as luigid:
+        finished(run_pipeline(luigid, tmp_path, "Floods", config="[worker]\ntask_log_max_bytes = 20000\n"))
+        log = task_log(luigid, task_id_of(luigid, "Floods"))
+    assert log["chunk"].endswith(cut_marker(20000))
+    assert len(log["chunk"].encode()) == 20000 + len(cut_marker(20000).encode())
+    assert log["nextOffset"] == len(log["chunk"].encode()) and log["ended"]
+
+
+def test_the_log_of_a_running_task_can_be_followed_from_the_offset_it_reached(tmp_path: Path) -> None:
+    with running_luigid(tmp_path) as luigid:
+        run = run_pipeline(luigid, tmp_path, "WaitsForGo", config="[worker]\nping_interval = 0.1\n")
+        task_id = wait_until(lambda: _task_id_or_none(luigid, "WaitsForGo"), what="the task to be known")
+        first = wait_until(
+            lambda: (log := task_log(luigid, task_id)) and "before-go-marker" in log["chunk"] and log,
+            what="the first marker while the task still runs",
+        )
+        assert not first["ended"]
+        (tmp_path / "out").mkdir(exist_ok=True)
+        (tmp_path / "out" / "go").touch()
+        rest = wait_until(
+            lambda: (log := task_log(luigid, task_id, offset=first["nextOffset"])) and log["ended"] and log,
+            what="the end of the run",
+        )
+        finished(run)
+    assert "after-go-marker" in rest["chunk"] and "before-go-marker" not in rest["chunk"]
+
+
+def _task_id_or_none(luigid: LuigidProcess, family: str) -> str | None:
+    try:
+        return task_id_of(luigid, family)
+    except StopIteration:
+        return None
+
+
+def test_luigid_keeps_the_logs_across_a_kill_and_restart(tmp_path: Path) -> None:
+    with running_luigid(tmp_path) as luigid:
+        finished(run_pipeline(luigid, tmp_path, "Talks", "--n", "7"))
+        task_id = task_id_of(luigid, "Talks", 7)
+        before = task_log(luigid, task_id)
+        luigid.stop(signal.SIGKILL)
+    with running_luigid(tmp_path) as again:
+        after = task_log(again, task_id)
+    assert after["chunk"] == before["chunk"] and "child-marker-7" in after["chunk"]
+
+
+def test_a_scheduler_that_keeps_no_logs_says_so(tmp_path: Path) -> None:
+    from luigi.scheduler import Scheduler
+
+    log = Scheduler().task_log("Anything__99914b932b")
+    assert log["kept"] is False and log["chunk"] == "" and log["attempts"] == []
+
+
+def test_a_chunk_sent_twice_is_kept_once_and_a_lost_one_is_marked(tmp_path: Path) -> None:
+    store = TaskLogStore(str(tmp_path / "logs"), keep_days=7)
+    store.append("T", "w", "run-1", 0, "hello ", False, now=1000.0)
+    store.append("T", "w", "run-1", 0, "hello ", False, now=1000.0)  # a retried request
+    store.append("T", "w", "run-1", 6, "world", False, now=1001.0)
+    store.append("T", "w", "run-1", 20, "!", True, now=1002.0)  # 9 bytes never arrived
+    log = store.read("T", None, 0)
+    assert log["chunk"] == "hello world\n[luigi: 9 bytes of this log did not arrive]\n!"
+    assert log["ended"] and [a["attempt"] for a in log["attempts"]] == [1]
+
+
+def test_old_logs_are_deleted_after_keep_days(tmp_path: Path) -> None:
+    store = TaskLogStore(str(tmp_path / "logs"), keep_days=2)
+    day = 86400.0
+    store.append("Old", "w", "r1", 0, "old run", True, now=10 * day)
+    store.append("New", "w", "r2", 0, "new run", True, now=13 * day)
+    store.expire(now=13 * day)
+    assert store.read("Old", None, 0)["attempts"] == []
+    assert store.read("New", None, 0)["chunk"] == "new run"
+    assert len(os.listdir(tmp_path / "logs")) == 1
