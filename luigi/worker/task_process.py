@@ -72,8 +72,8 @@ class TaskOutcome:
     @classmethod
     def from_tuple(cls, result: Any) -> TaskOutcome:
         """The outcome a ``TaskProcess.run()`` put on its result queue (a 5-tuple, as Luigi's)."""
-        task_id, status, expl, missing, new_deps = result
-        return cls(str(task_id), str(status), expl, list(missing or []), list(new_deps or []))
+        task_id, status, expl, missing, new_deps = result  # ours put lists: they are taken as they are
+        return cls(task_id, status, expl, missing, new_deps)
 
     def to_message(self) -> dict[str, Any]:
         return {
@@ -365,8 +365,9 @@ class TaskProcess(multiprocessing.Process):
             try:
                 outcome.new_deps = self._run_collecting_new_deps()
             finally:
+                attributes = task.__dict__
                 for task_attribute in forwarded.values():
-                    setattr(task, task_attribute, None)
+                    attributes[task_attribute] = None
             outcome.status = PENDING if outcome.new_deps else self._status_after_run()
         if outcome.new_deps:
             logger.info("[pid %s] Worker %s new requirements      %s", os.getpid(), self.worker_id, task)
@@ -381,10 +382,10 @@ class TaskProcess(multiprocessing.Process):
 
         Read from ``forward_reporter_attributes`` at each run, so a test patching it changes what is set.
         """
-        reporter, task = self.status_reporter, self.task
-        forwarded = dict(self.forward_reporter_attributes)  # what run() got is what is taken back
+        reporter, attributes = self.status_reporter, self.task.__dict__  # plain attributes, set for each task
+        forwarded = self.forward_reporter_attributes
         for reporter_attribute, task_attribute in forwarded.items():
-            setattr(task, task_attribute, getattr(reporter, reporter_attribute))
+            attributes[task_attribute] = getattr(reporter, reporter_attribute)
         return forwarded
 
     def _is_complete(self, task: Any) -> bool:
