@@ -127,8 +127,13 @@ def _summary_dict(worker: Any) -> TaskSets:
     return task_sets
 
 
-def _partition_by_reported_status(history: Sequence[tuple[Task, str, bool]]) -> TaskSets:
-    """Categories that follow directly from the statuses the worker sent to the scheduler."""
+def _partition_by_reported_status(history: Sequence[tuple[Task, str, bool | None]]) -> TaskSets:
+    """Categories that follow directly from the statuses the worker sent to the scheduler.
+
+    A PENDING report with a falsy ``runnable`` (an external task, or the report of a run that yielded
+    dependencies, sent with None) files the task under ``still_pending_ext``, a truthy one under
+    ``still_pending_not_ext``: a task can be in both, and is then counted twice, as in Luigi.
+    """
     ever_pending = {task for task, status, _ in history if status == task_status.PENDING}
     done = {task for task, status, _ in history if status == task_status.DONE}
     sets: TaskSets = {name: set() for name in _ORDERED_STATUSES if name != "still_pending"}

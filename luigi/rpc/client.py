@@ -135,6 +135,8 @@ class RemoteScheduler(LuigiLayers):
         add_worker = SchedulerAPI.add_worker
         get_work = SchedulerAPI.get_work
         ping = SchedulerAPI.ping
+        count_pending = SchedulerAPI.count_pending
+        announce_scheduling_failure = SchedulerAPI.announce_scheduling_failure
         set_task_status_message = SchedulerAPI.set_task_status_message
         set_task_progress_percentage = SchedulerAPI.set_task_progress_percentage
         decrease_running_task_resources = SchedulerAPI.decrease_running_task_resources

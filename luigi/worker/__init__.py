@@ -8,7 +8,7 @@ runner), ``slots`` (the forked-slot runner), ``task_process`` (running one task)
 
 from __future__ import annotations
 
-import time  # ``luigi.worker.time``: patching it reaches the worker loop's clock and sleep
+import time  # ``luigi.worker.time`` (hook users patch): the clock of every run and the idle loop's sleep
 
 from luigi.worker.completion import CompletionCheckError, check_complete
 from luigi.worker.config import worker
@@ -16,12 +16,19 @@ from luigi.worker.execution import TaskRunner
 from luigi.worker.get_work_reply import WORKER_STATE_ACTIVE, WORKER_STATE_DISABLED, WorkGrant
 from luigi.worker.keep_alive import KeepAliveThread
 from luigi.worker.loop import Worker
-from luigi.worker.task_process import SchedulerMessage, TaskException, TaskProcess, TaskStatusReporter
+from luigi.worker.task_process import (
+    ContextManagedTaskProcess,
+    SchedulerMessage,
+    TaskException,
+    TaskProcess,
+    TaskStatusReporter,
+)
 
 __all__ = [
     "WORKER_STATE_ACTIVE",
     "WORKER_STATE_DISABLED",
     "CompletionCheckError",
+    "ContextManagedTaskProcess",
     "KeepAliveThread",
     "SchedulerMessage",
     "TaskException",

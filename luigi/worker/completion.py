@@ -1,17 +1,20 @@
-"""Asking tasks whether they are complete: once each, optionally cached, optionally in a thread pool.
+"""Asking tasks whether they are complete: once each, optionally cached, optionally in a process pool.
 
-``complete()`` usually probes a filesystem or a database, so many checks overlap well in threads; threads
-also avoid pickling tasks, which a process pool would need.
+``add(task, multiprocess=True, processes=N)`` checks ``complete()`` in a ``multiprocessing.Pool`` of N
+processes (forked, so tasks defined anywhere work), as Luigi does. Only the task goes to a pool process
+and only the answer comes back, so the worker keeps its own task objects; a task that cannot be pickled
+is checked in the worker instead.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-import os
+import multiprocessing
 import queue
 import traceback
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.pool import Pool
 from typing import Any
 
 logger = logging.getLogger("luigi-interface")
@@ -35,7 +38,7 @@ def check_complete(task: Any, completion_cache: dict[str, bool] | None = None) -
         return True
     is_complete = task.complete()
     if is_complete not in (True, False):  # numpy booleans compare equal and are fine
-        raise TypeError(f"Return value of {task}.complete() must be boolean (was {is_complete!r})")
+        raise TypeError(f"Return value of Task.complete() must be boolean (was {is_complete!r})")
     if is_complete and completion_cache is not None:
         completion_cache[task.task_id] = True
     return bool(is_complete)
@@ -52,35 +55,50 @@ def _checked(task: Any, completion_cache: dict[str, bool] | None) -> tuple[Any, 
         return task, CompletionCheckError(task, traceback.format_exc())
 
 
+def _check_in_pool(task: Any) -> tuple[bool, str | None]:
+    """In a pool process: (answer, None), or (False, traceback) when ``complete()`` raised."""
+    _, answer = _checked(task, None)
+    if isinstance(answer, CompletionCheckError):
+        return False, answer.trace
+    return answer, None
+
+
 class CompletionChecker:
     """Checks submitted tasks and hands back ``(task, bool | CompletionCheckError)`` pairs.
 
-    Serial by default (each check runs inside ``next_result``); with ``processes`` it runs checks in a
-    thread pool and returns answers in the order they finish.
+    Serial by default (each check runs inside ``next_result``); with ``parallel`` it runs checks in a
+    forked ``multiprocessing.Pool`` of ``processes`` processes (0: one per CPU) and returns answers in the
+    order they finish. Positive answers land in ``completion_cache`` here, in the worker.
     """
 
     def __init__(self, completion_cache: dict[str, bool] | None, parallel: bool = False, processes: int = 0):
         self._cache = completion_cache
-        self._pending: deque[Any] = deque()
+        self._pending: deque[Any] = deque()  # to check here, in order
         self._results: queue.SimpleQueue[tuple[Any, Any]] = queue.SimpleQueue()
         self._in_flight = 0
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: Pool | None = None
         if parallel:
-            self._pool = ThreadPoolExecutor(
-                max_workers=processes if processes > 0 else (os.cpu_count() or 1),
-                thread_name_prefix="luigi-complete-check",
-            )
+            self._pool = _fork_context().Pool(processes=processes or None)
 
     def submit(self, task: Any) -> None:
         """Queue ``task`` for a completeness check."""
         self._in_flight += 1
-        if self._pool is None:
+        if self._pool is None or (self._cache is not None and self._cache.get(task.task_id)):
             self._pending.append(task)
-        else:
-            self._pool.submit(self._check_into_queue, task)
+            return
+        self._pool.apply_async(
+            _check_in_pool,
+            (task,),
+            callback=functools.partial(self._answered, task),
+            error_callback=functools.partial(self._not_sent, task),
+        )
 
-    def _check_into_queue(self, task: Any) -> None:
-        self._results.put(_checked(task, self._cache))
+    def _answered(self, task: Any, answer: tuple[bool, str | None]) -> None:
+        self._results.put((task, answer))
+
+    def _not_sent(self, task: Any, error: BaseException) -> None:
+        """The task did not reach a pool process (it does not pickle): it is checked here instead."""
+        self._results.put((task, None))
 
     @property
     def outstanding(self) -> int:
@@ -90,12 +108,29 @@ class CompletionChecker:
     def next_result(self) -> tuple[Any, bool | CompletionCheckError]:
         """The next finished check (blocks for the pool); call only while ``outstanding`` is non-zero."""
         self._in_flight -= 1
-        if self._pool is None:
+        if self._pending:
             return _checked(self._pending.popleft(), self._cache)
-        return self._results.get()
+        task, answer = self._results.get()
+        if answer is None:
+            return _checked(task, self._cache)
+        is_complete, trace = answer
+        if trace is not None:
+            return task, CompletionCheckError(task, trace)
+        if is_complete and self._cache is not None:
+            self._cache[task.task_id] = True
+        return task, bool(is_complete)
 
     def close(self) -> None:
         """Stop the pool, abandoning checks nobody will collect."""
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool.terminate()
+            self._pool.join()
             self._pool = None
+
+
+def _fork_context() -> Any:
+    """Forked pool processes already hold every task class (those of ``__main__`` and of tests too)."""
+    try:
+        return multiprocessing.get_context("fork")
+    except ValueError:  # no fork on this platform
+        return multiprocessing.get_context()

@@ -29,11 +29,13 @@ from luigi.worker.lookahead import AheadAsker
 from luigi.worker.messages import Message
 from luigi.worker.output_capture import captured_output
 from luigi.worker.task_process import (
+    OutcomeBox,
     SchedulerMessage,
     TaskOutcome,
     TaskProcess,
     TaskRunOptions,
     TaskStatusReporter,
+    make_task_process,
 )
 
 logger = logging.getLogger("luigi-interface")
@@ -177,25 +179,28 @@ class InProcessRunner:
         if task.accepts_messages:
             inbox = self._inboxes[task_id] = queue.Queue()
         reporter = TaskStatusReporter(self._scheduler, task_id, self._options.worker_id, inbox)
-        process = TaskProcess(task, reporter, self._options, timeout=timeout)
+        results = OutcomeBox()
+        process = make_task_process(task, reporter, self._options, timeout, results)
         ahead = self._ahead
         if ahead is None:
             self._opened(task_id)
-            self._outcomes.append(self._run(process, reporter))
+            self._outcomes.append(self._run(process, results, reporter))
             return
         # (a worker phasing out runs what it was granted, and asks for nothing more)
         ahead.before_start(task_id, self._taking_work(), self._get_work_kwargs)
         self._opened(task_id)
         started = time.monotonic()
-        self._outcomes.append(self._run(process, reporter))
+        self._outcomes.append(self._run(process, results, reporter))
         ahead.ran(time.monotonic() - started)
 
-    def _run(self, process: TaskProcess, reporter: TaskStatusReporter) -> TaskOutcome:
+    def _run(self, process: TaskProcess, results: OutcomeBox, reporter: TaskStatusReporter) -> TaskOutcome:
         """Run the task here, its output kept as the run's log when the scheduler keeps logs."""
         if self._options.task_log_max_bytes <= 0:
-            return process.run()
-        with captured_output(reporter.append_task_log, self._options.task_log_max_bytes):
-            return process.run()
+            process.run()
+        else:
+            with captured_output(reporter.append_task_log, self._options.task_log_max_bytes):
+                process.run()
+        return results.take(process.task.task_id)
 
     def starts_elsewhere(self, task_id: str) -> None:
         """Another runner starts ``task_id``: no ask ahead goes before it, so held reports go now."""

@@ -38,6 +38,18 @@ class WorkGrant:
     worker_state: str = WORKER_STATE_ACTIVE
     running_tasks: list[dict[str, Any]] = field(default_factory=list)
 
+    def __getitem__(self, index: int) -> Any:
+        """Luigi's ``GetWorkResponse`` tuple: (task_id, running_tasks, n_pending_tasks, n_unique_pending,
+        n_pending_last_scheduled, worker_state)."""
+        return (
+            self.task_id,
+            self.running_tasks,
+            self.n_pending_tasks,
+            self.n_unique_pending,
+            self.n_pending_last_scheduled,
+            self.worker_state,
+        )[index]
+
     @classmethod
     def nothing(cls, worker_state: str = WORKER_STATE_ACTIVE) -> WorkGrant:
         return cls(worker_state=worker_state)

@@ -12,9 +12,10 @@ the record ``luigi.execution_summary`` reads is complete.
 from __future__ import annotations
 
 import logging
+import subprocess
 import sys
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from luigi import notifications
@@ -45,32 +46,29 @@ class TaskLedger:
     is recorded for each of them.
     """
 
-    def __init__(self, scheduler: SchedulerAPI, worker_id: str) -> None:
+    def __init__(self, scheduler: SchedulerAPI) -> None:
         self._scheduler = scheduler
-        self._worker_id = worker_id
         self.tasks: dict[str, Task] = {}
-        self.history: list[tuple[Task, str, bool]] = []
+        self.history: list[tuple[Task, str, bool | None]] = []
         self.batches: dict[str, list[Task]] = {}
 
-    def send_add_task(self, task_id: str, status: str, runnable: bool, **fields: Any) -> None:
-        """``add_task`` to the scheduler (its client rides out an outage), recorded in ``history``."""
+    def send_add_task(self, **fields: Any) -> None:
+        """``add_task(**fields)`` to the scheduler (its client rides out an outage), recorded in ``history``.
+
+        ``runnable`` is recorded as given (Luigi's default, True, when left out): after a run it is None.
+        """
+        task_id, status = fields["task_id"], fields["status"]
         task = self.tasks.get(task_id)
         members = self.batches.pop(task_id, None)
         if members is not None:
             self.history.extend((member, status, True) for member in members)
         elif task is not None:
-            self.history.append((task, status, runnable))
+            self.history.append((task, status, fields.get("runnable", True)))
         if task is not None:
             fields["owners"] = task._owner_list()
             if fields.get("params") is not None:
                 fields["param_visibilities"] = task._get_param_visibilities()
-        self._scheduler.add_task(
-            worker=self._worker_id,
-            task_id=task_id,
-            status=status,
-            runnable=runnable,
-            **fields,
-        )
+        self._scheduler.add_task(**fields)
         logger.info("Informed scheduler that task   %s   has status   %s", task_id, status)
 
 
@@ -82,23 +80,37 @@ class FailureEmails:
         self.host = host
 
     def send(self, subject: str, headline: str, task: Task, formatted_exception: str | None) -> None:
-        """Mail the task's owners about it, naming the command that ran."""
-        if not self.enabled:
-            return
-        command = " ".join(sys.argv)
+        """Mail the task's owners, naming the command that ran (not with ``send_failure_email`` off)."""
+        if self.enabled:
+            self.send_always(subject, headline, task, formatted_exception)
+
+    def send_always(self, subject: str, headline: str, task: Task, formatted_exception: str | None) -> None:
+        """Mail the task's owners even with ``send_failure_email`` off (Luigi: for framework errors)."""
+        command = subprocess.list2cmdline(sys.argv)
         message = notifications.format_task_error(headline, task, command, formatted_exception)
         notifications.send_error_email(subject, message, task._owner_list())
+
+    def send_framework_error(self, task: Task, formatted_exception: str) -> None:
+        """The mail about an unexpected error of ours (or the scheduler's) while scheduling ``task``."""
+        self.send_always(
+            f"Luigi: Framework error while scheduling {task}. Host: {self.host}",
+            "Luigi framework error",
+            task,
+            formatted_exception,
+        )
 
 
 class GraphWalk:
     """Reports tasks and everything they need to the scheduler, through the worker's ``TaskLedger``.
 
-    ``succeeded`` turns False when some task could not be scheduled since the last ``add``.
+    ``succeeded`` turns False when some task could not be scheduled since the last ``add``. Each report
+    goes through ``add_task`` (the worker's ``_add_task``, looked up per call).
     """
 
     def __init__(
         self,
         scheduler: SchedulerAPI,
+        add_task: Callable[..., None],
         ledger: TaskLedger,
         emails: FailureEmails,
         config: worker,
@@ -107,6 +119,7 @@ class GraphWalk:
         assistant: bool,
     ) -> None:
         self._scheduler = scheduler
+        self._add_task = add_task
         self._ledger = ledger
         self._emails = emails
         self._config = config
@@ -120,21 +133,18 @@ class GraphWalk:
     def add(self, task: Task, parallel: bool, processes: int) -> bool:
         """Walk from ``task``, skipping what earlier calls reported; False if some scheduling failed."""
         self.succeeded = True
+        validate_task(task)
         try:
             self.walk([task], self._reported, parallel=parallel, processes=processes)
+            self._scheduler.flush()  # our client holds reports: a scheduler that is down fails add() (Luigi)
         except (KeyboardInterrupt, TaskException):
             raise
         except Exception as exc:  # a bug or a broken scheduler: say which task it hit, then re-raise
             self.succeeded = False
             formatted = traceback.format_exc()
-            logger.error("Uncaught exception in luigi while scheduling %s", task, exc_info=True)
+            logger.exception("Luigi unexpected framework error while scheduling %s", task)
             task.trigger_event(Event.BROKEN_TASK, task, exc)
-            self._emails.send(
-                f"Luigi: Framework error while scheduling {task}. Host: {self._emails.host}",
-                "Luigi framework error",
-                task,
-                formatted,
-            )
+            self._emails.send_framework_error(task, formatted)
             raise
         return self.succeeded
 
@@ -167,10 +177,11 @@ class GraphWalk:
         for dep in deps or ():
             task.trigger_event(Event.DEPENDENCY_DISCOVERED, task, dep)
         self._ledger.tasks[task.task_id] = task
-        self._ledger.send_add_task(
-            task.task_id,
-            status,
-            runnable,
+        self._add_task(
+            worker=self._worker_id,
+            task_id=task.task_id,
+            status=status,
+            runnable=runnable,
             deps=[dep.task_id for dep in deps] if deps is not None else None,
             priority=task.priority,
             resources=task.process_resources(),
@@ -224,6 +235,7 @@ class GraphWalk:
                     f"requires() of {task} must return Task objects, but it returned {dep!r} "
                     f"({type(dep).__name__})"
                 )
+            validate_task(dep)
         if task.batchable and task.task_family not in self._batch_families_sent:
             self._scheduler.add_task_batcher(
                 worker=self._worker_id,
@@ -235,9 +247,33 @@ class GraphWalk:
         return deps
 
     def _report_scheduling_error(self, task: Task, method: str, formatted: str) -> None:
+        """Log, tell the scheduler (for its batched e-mails), then mail why ``task`` cannot be scheduled."""
         self.succeeded = False
         headline = f"Will not run {task} or any dependencies due to error in {method} method"
         logger.warning("%s:\n%s", headline, formatted)
+        try:
+            self._scheduler.announce_scheduling_failure(
+                worker=self._worker_id,
+                task_name=str(task),
+                family=task.task_family,
+                params=task.to_str_params(only_significant=True),
+                expl=formatted,
+                owners=task._owner_list(),
+            )
+        except Exception:  # the scheduler failed us: mail about it here, then add() reports it and re-raises
+            self._emails.send_framework_error(task, traceback.format_exc())
+            raise
         self._emails.send(
             f"Luigi: {task} failed scheduling. Host: {self._emails.host}", headline, task, formatted
+        )
+
+
+def validate_task(task: Any) -> None:
+    """Raise ``TaskException`` for what ``add()`` cannot schedule: a non-task, or a task not initialised."""
+    if not isinstance(task, Task):
+        raise TaskException(f"Can not schedule non-task {task}")
+    if not task.initialized():
+        raise TaskException(
+            f"Task of class {type(task).__name__} not initialized. "
+            "Did you override __init__ and forget to call super(...).__init__?"
         )

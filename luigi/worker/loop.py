@@ -19,7 +19,7 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
@@ -36,13 +36,21 @@ from luigi.worker.config import EXECUTOR_DASK, dask, worker
 from luigi.worker.dask_runner import DaskRunner
 from luigi.worker.execution import InProcessRunner, RunnerChoice, TaskRunner
 from luigi.worker.get_work_reply import WORKER_STATE_DISABLED, WorkGrant
-from luigi.worker.graph_walk import FailureEmails, GraphWalk, TaskLedger, retry_policy_dict
+from luigi.worker.graph_walk import FailureEmails, GraphWalk, TaskLedger, retry_policy_dict, validate_task
 from luigi.worker.keep_alive import KeepAliveThread, serialized, should_stay_alive
 from luigi.worker.lookahead import AheadAsker, Lookahead
 from luigi.worker.messages import Message, MessageRouter
 from luigi.worker.progress import ProgressLine, progress_line_for_terminal, progress_of
 from luigi.worker.slots import SlotRunner
-from luigi.worker.task_process import TaskException, TaskOutcome, TaskRunOptions, is_external
+from luigi.worker.task_process import (
+    OutcomeBox,
+    TaskOutcome,
+    TaskProcess,
+    TaskRunOptions,
+    TaskStatusReporter,
+    is_external,
+    make_task_process,
+)
 
 logger = logging.getLogger("luigi-interface")
 
@@ -84,6 +92,7 @@ class Worker:
 
             scheduler = Scheduler()
         self._config = worker(**kwargs)
+        _check_wait_settings(self._config)
         self._scheduler = scheduler
         self._rpc = serialized(scheduler)
         # Decided once: only our RPC client rides out a restart, holds reports and asks ahead.
@@ -99,10 +108,17 @@ class Worker:
         self.run_succeeded = True
         self.unfulfilled_counts: collections.Counter[str] = collections.Counter()
         self._completion_cache: dict[str, bool] | None = {} if self._config.cache_task_completion else None
-        self._ledger = TaskLedger(self._rpc, self._id)
+        self._ledger = TaskLedger(self._rpc)
         self._emails = FailureEmails(self._config.send_failure_email, self.host)
         self._graph = GraphWalk(
-            self._rpc, self._ledger, self._emails, self._config, self._completion_cache, self._id, assistant
+            self._rpc,
+            lambda **fields: self._add_task(**fields),  # late-bound: a test may replace worker._add_task
+            self._ledger,
+            self._emails,
+            self._config,
+            self._completion_cache,
+            self._id,
+            assistant,
         )
         # Read by luigi.execution_summary:
         self._scheduled_tasks = self._ledger.tasks
@@ -264,11 +280,14 @@ class Worker:
 
         ``multiprocess`` checks ``complete()`` of many tasks at once, in ``processes`` threads.
         """
-        if not isinstance(task, Task):
-            raise TaskException(f"Worker.add() needs a Task instance, got {task!r} ({type(task).__name__})")
+        validate_task(task)
         if self._first_task is None:
             self._first_task = task.task_id
         return self._graph.add(task, parallel=multiprocess, processes=processes)
+
+    def _add_task(self, **fields: Any) -> None:
+        """Every ``add_task`` this worker sends goes through here, recorded in ``_add_task_history``."""
+        self._ledger.send_add_task(**fields)
 
     # -- run: the loop ------------------------------------------------------------------------------
 
@@ -319,7 +338,7 @@ class Worker:
             self._start_phasing_out()
         if grant.task_id is not None:
             self._idle_since = None
-            self._start_task(grant.task_id)
+            self._run_task(grant.task_id)
         elif self._running_tasks:
             self._collect_outcomes(block=True)
         elif self._stay_alive(grant):
@@ -345,7 +364,11 @@ class Worker:
         if reply is None:
             if self._stop_requesting_work:
                 return WorkGrant.nothing(WORKER_STATE_DISABLED)
-            reply = self._rpc.get_work(**self._get_work_kwargs())
+            if self.worker_processes > 0:
+                reply = self._rpc.get_work(**self._get_work_kwargs())
+            else:  # a worker with no processes only watches whether its tasks are still pending
+                logger.debug("Checking if tasks are still pending")
+                reply = self._rpc.count_pending(worker=self._id)
         grant = WorkGrant.from_reply(reply)
         if grant.batch_id is not None and grant.batch_task_ids:
             self._take_batch(grant)
@@ -388,7 +411,7 @@ class Worker:
         members = [tasks[i] for i in grant.batch_task_ids if i in tasks]
         tasks[task.task_id] = task
         self._ledger.batches[task.task_id] = members
-        self._rpc.add_task(
+        self._rpc.add_task(  # not through _add_task: as Luigi, the batch's start is no summary event
             worker=self._id,
             task_id=task.task_id,
             status=RUNNING,
@@ -409,17 +432,20 @@ class Worker:
         self.run_succeeded = False
         expl = notifications.wrap_traceback(traceback.format_exc())
         for task_id in task_ids:
-            self._ledger.send_add_task(task_id, FAILED, False, expl=json.dumps(expl))
+            self._add_task(
+                worker=self._id, task_id=task_id, status=FAILED, runnable=False, expl=json.dumps(expl)
+            )
         if self._config.send_failure_email:
             notifications.send_error_email(f"Luigi: {message}", expl)
 
     def _stay_alive(self, grant: WorkGrant) -> bool:
         """With ``keep_alive``, whether to wait for more work rather than exit."""
+        # The monotonic clock, not ``luigi.worker.time``: a test patching that counts the calls of runs.
         if self._idle_since is None:
-            self._idle_since = _time().time()
+            self._idle_since = time.monotonic()
         if self._stop_requesting_work:
             return False
-        idle_seconds = _time().time() - self._idle_since
+        idle_seconds = time.monotonic() - self._idle_since
         return should_stay_alive(self._config, grant, self._assistant, idle_seconds)
 
     def _sleep_before_asking_again(self) -> None:
@@ -428,6 +454,28 @@ class Worker:
         _time().sleep(interval)
 
     # -- running tasks and reporting how they ended -------------------------------------------------
+
+    def _run_task(self, task_id: str) -> None:
+        """Luigi's name for starting a granted task (the loop calls it, so a test may wrap it)."""
+        self._start_task(task_id)
+
+    def _handle_next_task(self) -> None:
+        """Luigi's name for waiting for (at most ``wait_interval``) and reporting finished runs."""
+        self._collect_outcomes(block=True)
+
+    def _sleeper(self) -> Iterator[None]:
+        """Luigi's idle-loop generator: each step sleeps ``wait_interval`` plus up to ``wait_jitter``."""
+        while True:
+            self._sleep_before_asking_again()
+            yield
+
+    def _create_task_process(self, task: Task) -> TaskProcess:
+        """The ``TaskProcess`` a run of ``task`` gets (a view: the runners build theirs the same way)."""
+        timeout = task.worker_timeout if task.worker_timeout is not None else self._config.timeout
+        in_slot = self._config.force_multiprocessing or self.worker_processes > 1
+        reporter = TaskStatusReporter(self._rpc, task.task_id, self._id)
+        options = dataclasses.replace(self._run_options[0], in_child_process=in_slot)
+        return make_task_process(task, reporter, options, timeout, OutcomeBox())
 
     def _start_task(self, task_id: str) -> None:
         """Have the runner run the granted task, within its ``worker_timeout`` (or ``[worker] timeout``)."""
@@ -460,10 +508,11 @@ class Worker:
             )
         if outcome.status == DONE and self._completion_cache is not None:
             self._completion_cache[task.task_id] = True
-        self._ledger.send_add_task(
-            task.task_id,
-            outcome.status,
-            True,
+        self._add_task(
+            worker=self._id,
+            task_id=task.task_id,
+            status=outcome.status,
+            runnable=None,  # as Luigi: the summary files a task still pending after its run as "ext" too
             expl=_EXPL_ENCODER.encode(outcome.expl),
             resources=task.process_resources(),
             params=task.to_str_params(),
@@ -502,3 +551,15 @@ class Worker:
                 reschedule = False
         if reschedule:
             self._graph.walk([task], set())
+
+
+# Luigi's lower bound for ``[worker] wait_interval`` (seconds).
+_SHORTEST_WAIT_INTERVAL = 1e-5
+
+
+def _check_wait_settings(config: worker) -> None:
+    """Luigi's checks of the idle loop's settings, raised as AssertionError (not stripped by ``-O``)."""
+    if config.wait_interval < _SHORTEST_WAIT_INTERVAL:
+        raise AssertionError("[worker] wait_interval must be positive")
+    if config.wait_jitter < 0.0:
+        raise AssertionError("[worker] wait_jitter must be equal or greater than zero")

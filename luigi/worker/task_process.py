@@ -1,9 +1,13 @@
 """Running one task: dependency checks, ``run()`` with dynamic dependencies, events, and the outcome.
 
-``TaskProcess.run()`` executes the task in the current process and returns a ``TaskOutcome``; a task
-runner (``luigi.worker.execution``) calls it directly (in-process) or has a task slot run it in a child
-process (``luigi.worker.slots``). While ``run()`` executes, the task gets ``set_tracking_url`` & co. bound
-to a status reporter, which talks to the scheduler directly in-process and through the worker from a child.
+``TaskProcess`` has Luigi's constructor and is a ``multiprocessing.Process``; its ``run()`` does the work
+in the current process and ends by putting ``(task_id, status, expl, missing, new_deps)`` on its result
+queue. Our task runners (``luigi.worker.execution``, ``luigi.worker.slots``) never ``start()`` one: they
+build it with ``make_task_process``, which goes through ``luigi.worker.ContextManagedTaskProcess`` as
+Luigi's worker does (a test patching that name sees every run), and call ``run()`` in the worker's own
+process or inside a task slot. While ``run()`` executes, the task gets the status reporter's callables
+(``TaskProcess.forward_reporter_attributes``); the reporter talks to the scheduler directly in-process and
+through the worker from a child.
 """
 
 from __future__ import annotations
@@ -11,17 +15,19 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import multiprocessing
 import os
+import sys
 import time
 import traceback
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, overload
 
 from luigi.event import Event
 from luigi.scheduler_api import SchedulerAPI
-from luigi.task import REPORTER_ATTRIBUTES, DynamicRequirements, flatten
+from luigi.task import DynamicRequirements, flatten
 from luigi.task_status import DONE, FAILED, PENDING
 from luigi.worker.completion import check_complete
 
@@ -35,8 +41,14 @@ class TaskException(Exception):
 
 
 def is_external(task: Any) -> bool:
-    """External tasks have ``run = None``: the worker only checks them, never runs them."""
-    return task.run is None
+    """External tasks have ``run = None`` or ``NotImplemented``: the worker checks them, never runs them."""
+    run = task.run
+    return run is None or run is NotImplemented
+
+
+def worker_time() -> Any:
+    """``time`` as ``luigi.worker.time``: a test patching that name moves the clock of every run."""
+    return getattr(sys.modules.get("luigi.worker"), "time", time)
 
 
 @dataclass
@@ -52,6 +64,16 @@ class TaskOutcome:
     expl: Any = ""
     missing: list[str] = field(default_factory=list)
     new_deps: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+
+    def as_tuple(self) -> tuple[str, str, Any, list[str], list[tuple[str, str, dict[str, str]]]]:
+        """Luigi's result tuple ``(task_id, status, expl, missing, new_deps)``."""
+        return (self.task_id, self.status, self.expl, self.missing, self.new_deps)
+
+    @classmethod
+    def from_tuple(cls, result: Any) -> TaskOutcome:
+        """The outcome a ``TaskProcess.run()`` put on its result queue (a 5-tuple, as Luigi's)."""
+        task_id, status, expl, missing, new_deps = result  # ours put lists: they are taken as they are
+        return cls(task_id, status, expl, missing, new_deps)
 
     def to_message(self) -> dict[str, Any]:
         return {
@@ -175,28 +197,139 @@ class TaskRunOptions:
     task_log_max_bytes: int = 0  # of each run's output to capture and ship to the scheduler (0: none)
 
 
-class TaskProcess:
-    """One task's execution; ``run()`` does the work in the current process and returns the outcome.
+class OutcomeBox:
+    """The result queue of a run in the worker's own process: keeps what ``TaskProcess.run()`` puts."""
 
-    ``status_reporter`` is what the task's injected callables call; a ``task_process_context`` class is
-    instantiated with this object (it may use ``status_reporter.report_task_statistics``).
+    def __init__(self) -> None:
+        self._result: Any = None
+
+    def put(self, result: Any, block: bool = True, timeout: float | None = None) -> None:
+        self._result = result
+
+    def take(self, task_id: str) -> TaskOutcome:
+        """The outcome put for ``task_id``; FAILED when the run put nothing usable (a replaced ``run()``)."""
+        try:
+            return TaskOutcome.from_tuple(self._result)
+        except (TypeError, ValueError):
+            return TaskOutcome(task_id, FAILED, f"The run of {task_id} put no result on its result queue")
+
+
+class TaskProcess(multiprocessing.Process):
+    """One task's run, with Luigi's constructor; ``run()`` does the work here and puts the result tuple.
+
+    ``status_reporter`` is what the task's injected callables call (``forward_reporter_attributes`` maps
+    reporter attributes to task attributes); a ``[worker] task_process_context`` class is instantiated with
+    this object around the run (``ContextManagedTaskProcess``). ``run()`` also returns the ``TaskOutcome``.
     """
 
-    def __init__(
-        self, task: Any, status_reporter: Any, options: TaskRunOptions, timeout: float | None = None
-    ) -> None:
-        self.task = task
-        self.status_reporter = status_reporter
-        self.options = options
-        self.worker_id = options.worker_id
-        self.timeout = timeout
-        self.use_multiprocessing = options.in_child_process
+    # (hook users patch) reporter attribute -> task attribute, set on the task only while run() executes.
+    forward_reporter_attributes: ClassVar[dict[str, str]] = {
+        "update_tracking_url": "set_tracking_url",
+        "update_status_message": "set_status_message",
+        "update_progress_percentage": "set_progress_percentage",
+        "decrease_running_resources": "decrease_running_resources",
+        "scheduler_messages": "scheduler_messages",
+    }
+    context: str | None = None  # dotted path of the context manager class (ContextManagedTaskProcess)
+    task_log_max_bytes = 0  # of the run's output a task slot captures (ours; make_task_process sets it)
 
-    def run(self) -> TaskOutcome:
-        """Run the task (inside the configured context manager) and describe how it went."""
+    @overload
+    def __init__(
+        self,
+        task: Any,
+        worker_id: str,
+        result_queue: Any,
+        status_reporter: Any,
+        use_multiprocessing: bool = False,
+        worker_timeout: float | None = 0,
+        check_unfulfilled_deps: bool = True,
+        check_complete_on_run: bool = False,
+        task_completion_cache: dict[str, bool] | None = None,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self, task: Any, worker_id: Any, result_queue: TaskRunOptions, *, timeout: float | None = None
+    ) -> None: ...
+
+    def __init__(
+        self,
+        task: Any,
+        worker_id: Any,
+        result_queue: Any,
+        status_reporter: Any = None,
+        use_multiprocessing: bool = False,
+        worker_timeout: float | None = 0,
+        check_unfulfilled_deps: bool = True,
+        check_complete_on_run: bool = False,
+        task_completion_cache: dict[str, bool] | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        # multiprocessing.Process.__init__ is left to the first use of its state (see __getattr__): our
+        # runners never start() a TaskProcess, and that call would be a tenth of a short task's cost.
+        self.task = task
+        if isinstance(result_queue, TaskRunOptions):
+            # (task, status_reporter, options, timeout=): the shape luigi.worker.dask_runner still calls
+            options = result_queue
+            self.status_reporter, self.result_queue, self.context = (
+                worker_id,
+                None,
+                options.task_process_context,
+            )
+            worker_id, use_multiprocessing, worker_timeout = (
+                options.worker_id,
+                options.in_child_process,
+                timeout,
+            )
+            check_unfulfilled_deps = options.check_unfulfilled_deps
+            check_complete_on_run = options.check_complete_on_run
+            task_completion_cache = options.completion_cache
+            self.task_log_max_bytes = options.task_log_max_bytes
+        else:
+            self.status_reporter = status_reporter
+            self.result_queue = result_queue
+            if task.worker_timeout is not None:
+                worker_timeout = task.worker_timeout
+        self.worker_id = worker_id
+        self.worker_timeout = worker_timeout or 0
+        self.timeout_time = worker_time().time() + self.worker_timeout if self.worker_timeout else None
+        self.use_multiprocessing = use_multiprocessing or self.timeout_time is not None
+        self.check_unfulfilled_deps = check_unfulfilled_deps
+        self.check_complete_on_run = check_complete_on_run
+        self.task_completion_cache = task_completion_cache
+
+    if not TYPE_CHECKING:  # mypy keeps checking every other attribute of a TaskProcess
+
+        def __getattr__(self, name: str) -> Any:
+            """Make ``multiprocessing.Process``'s own state on its first use (``start()``, ``name``...)."""
+            if name.startswith("__") or "_popen" in self.__dict__:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            multiprocessing.Process.__init__(self)
+            return getattr(self, name)
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds the run may take (None: no limit)."""
+        return self.worker_timeout or None
+
+    @property
+    def options(self) -> TaskRunOptions:
+        """This run's settings, as a task slot is told them."""
+        return TaskRunOptions(
+            self.worker_id,
+            self.check_unfulfilled_deps,
+            self.check_complete_on_run,
+            self.task_completion_cache,
+            self.context,
+            self.use_multiprocessing,
+            self.task_log_max_bytes,
+        )
+
+    def run(self) -> TaskOutcome:  # type: ignore[override]  # Process.run returns None; ours the outcome too
+        """Run the task here (inside the context manager, if any); put the result on ``result_queue``."""
         outcome = TaskOutcome(self.task.task_id)
         try:
-            if self.options.task_process_context:
+            if self.context:
                 with self._process_context():
                     self._run_into(outcome)
             else:
@@ -207,12 +340,13 @@ class TaskProcess:
             outcome.status = FAILED
             outcome.new_deps = []
             outcome.expl = self._explain_failure(exc)
+        if self.result_queue is not None:
+            self.result_queue.put(outcome.as_tuple())
         return outcome
 
     @contextlib.contextmanager
     def _process_context(self) -> Iterator[None]:
-        path = str(self.options.task_process_context)
-        module_name, _, class_name = path.rpartition(".")
+        module_name, _, class_name = str(self.context).rpartition(".")
         context_cls = getattr(importlib.import_module(module_name), class_name)
         with context_cls(self):
             yield
@@ -222,30 +356,44 @@ class TaskProcess:
         logger.info("[pid %s] Worker %s running   %s", os.getpid(), self.worker_id, task)
         self._verify_dependencies(outcome)
         task.trigger_event(Event.START, task)
-        started = time.time()
+        clock = worker_time()
+        started = clock.time()
         if is_external(task):
             self._check_external(outcome)
         else:
-            saved = self._inject_reporting_callables()
+            forwarded = self._forward_reporter_attributes()
             try:
                 outcome.new_deps = self._run_collecting_new_deps()
             finally:
-                self._restore_reporting_callables(saved)
+                attributes = task.__dict__
+                for task_attribute in forwarded.values():
+                    attributes[task_attribute] = None
             outcome.status = PENDING if outcome.new_deps else self._status_after_run()
         if outcome.new_deps:
             logger.info("[pid %s] Worker %s new requirements      %s", os.getpid(), self.worker_id, task)
         elif outcome.status == DONE:
-            task.trigger_event(Event.PROCESSING_TIME, task, time.time() - started)
+            task.trigger_event(Event.PROCESSING_TIME, task, clock.time() - started)
             outcome.expl = task.on_success()
             logger.info("[pid %s] Worker %s done      %s", os.getpid(), self.worker_id, task)
             task.trigger_event(Event.SUCCESS, task)
 
+    def _forward_reporter_attributes(self) -> dict[str, str]:
+        """Give the task the reporter's callables (and message queue); returns the table it followed.
+
+        Read from ``forward_reporter_attributes`` at each run, so a test patching it changes what is set.
+        """
+        reporter, attributes = self.status_reporter, self.task.__dict__  # plain attributes, set for each task
+        forwarded = self.forward_reporter_attributes
+        for reporter_attribute, task_attribute in forwarded.items():
+            attributes[task_attribute] = getattr(reporter, reporter_attribute)
+        return forwarded
+
     def _is_complete(self, task: Any) -> bool:
-        return check_complete(task, self.options.completion_cache)
+        return check_complete(task, self.task_completion_cache)
 
     def _verify_dependencies(self, outcome: TaskOutcome) -> None:
         """Raise if a dependency is incomplete at run time, listing it (and its missing outputs)."""
-        if not self.options.check_unfulfilled_deps or is_external(self.task):
+        if not self.check_unfulfilled_deps or is_external(self.task):
             return
         described = []
         for dep in self.task.deps():
@@ -266,9 +414,9 @@ class TaskProcess:
             outcome.expl = EXTERNAL_DATA_MISSING
 
     def _status_after_run(self) -> str:
-        if not self.options.check_complete_on_run:
-            if self.options.completion_cache is not None:
-                self.options.completion_cache[self.task.task_id] = True
+        if not self.check_complete_on_run:
+            if self.task_completion_cache is not None:
+                self.task_completion_cache[self.task.task_id] = True
             return DONE
         if self._is_complete(self.task):
             return DONE
@@ -298,33 +446,6 @@ class TaskProcess:
                 ]
             to_send = requirements.paths
 
-    def _inject_reporting_callables(self) -> dict[str, Any]:
-        """Bind the task's progress callables to the status reporter; returns what they replaced.
-
-        A pair of calls rather than a context manager: this runs for every task, and is cheaper so.
-        """
-        reporter = self.status_reporter
-        injected = {
-            "set_tracking_url": reporter.update_tracking_url,
-            "set_status_message": reporter.update_status_message,
-            "set_progress_percentage": reporter.update_progress_percentage,
-            "decrease_running_resources": reporter.decrease_running_resources,
-            "scheduler_messages": reporter.scheduler_messages,
-        }
-        attributes = self.task.__dict__
-        saved = {name: attributes[name] for name in injected if name in attributes}
-        attributes.update(injected)
-        return saved
-
-    def _restore_reporting_callables(self, saved: dict[str, Any]) -> None:
-        """Undo ``_inject_reporting_callables`` once ``run()`` has returned or raised."""
-        attributes = self.task.__dict__
-        for name in REPORTER_ATTRIBUTES:  # the names _inject_reporting_callables sets, in the same order
-            if name in saved:
-                attributes[name] = saved[name]
-            else:
-                attributes.pop(name, None)
-
     def _explain_failure(self, exc: BaseException) -> Any:
         """Log the failure, fire FAILURE, and return the task's ``on_failure`` explanation."""
         task = self.task
@@ -337,3 +458,40 @@ class TaskProcess:
         except BaseException:  # a broken on_failure must still yield an explanation for the scheduler
             logger.exception("on_failure of %s raised", task)
             return f"Runtime error:\n{traceback.format_exc()}"
+
+
+class ContextManagedTaskProcess(TaskProcess):
+    """A ``TaskProcess`` whose run happens inside ``with <context class>(task_process):``.
+
+    ``context`` is the dotted path of ``[worker] task_process_context`` (None: no context manager).
+    """
+
+    def __init__(self, context: str | None, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.context = context
+
+
+def make_task_process(
+    task: Any, status_reporter: Any, options: TaskRunOptions, timeout: float | None, result_queue: Any
+) -> TaskProcess:
+    """The ``TaskProcess`` for one run, built by ``luigi.worker.ContextManagedTaskProcess`` looked up now.
+
+    As Luigi's worker builds it for every run, so a test that patches that name sees (and shapes) each run.
+    """
+    process_cls = getattr(
+        sys.modules.get("luigi.worker"), "ContextManagedTaskProcess", ContextManagedTaskProcess
+    )
+    process: TaskProcess = process_cls(
+        options.task_process_context,
+        task,
+        options.worker_id,
+        result_queue,
+        status_reporter,
+        use_multiprocessing=options.in_child_process,
+        worker_timeout=timeout or 0,
+        check_unfulfilled_deps=options.check_unfulfilled_deps,
+        check_complete_on_run=options.check_complete_on_run,
+        task_completion_cache=options.completion_cache,
+    )
+    process.task_log_max_bytes = options.task_log_max_bytes
+    return process

@@ -78,7 +78,7 @@ def test_progress_callables_exist_only_while_run_executes():
         ("decrease", {"cpu": 1}),
     ]
     assert task.set_status_message is None and task.set_tracking_url is None
-    assert not hasattr(task, "decrease_running_resources")
+    assert task.decrease_running_resources is None and task.scheduler_messages is None
 
 
 def test_incomplete_dependency_fails_the_run_naming_it_and_its_missing_outputs(tmp_path):
@@ -194,8 +194,7 @@ def test_progress_callables_are_taken_back_when_run_raises():
     assert "boom" in outcome.expl
     assert reporter.reports == [("status_message", "about to fail")]
     assert task.set_status_message is None and task.set_tracking_url is None
-    assert not hasattr(task, "decrease_running_resources")
-    assert not hasattr(task, "scheduler_messages")
+    assert task.decrease_running_resources is None and task.scheduler_messages is None
 
 
 def test_an_explanation_that_json_cannot_encode_is_sent_as_its_string():

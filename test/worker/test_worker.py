@@ -153,7 +153,7 @@ def test_adding_something_that_is_not_a_task_instance_is_a_clear_error():
 
     from luigi.worker import TaskException
 
-    with pytest.raises(TaskException, match="needs a Task instance"):
+    with pytest.raises(TaskException, match="Can not schedule non-task"):
         Worker(scheduler=Scheduler()).add(Lonely)
 
 

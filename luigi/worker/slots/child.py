@@ -26,7 +26,13 @@ import psutil
 
 from luigi.worker.output_capture import captured_output
 from luigi.worker.slots.pipe import JsonLineReader, JsonLineWriter
-from luigi.worker.task_process import SchedulerMessage, TaskOutcome, TaskProcess, TaskRunOptions
+from luigi.worker.task_process import (
+    OutcomeBox,
+    SchedulerMessage,
+    TaskOutcome,
+    TaskRunOptions,
+    make_task_process,
+)
 
 # A slot whose memory grew by more than this while running a task is replaced by a fresh fork, so one
 # heavy task does not leave every later task in that slot with its high-water mark.
@@ -179,8 +185,10 @@ def _run_job(
     random.seed()  # tasks in a fresh process would each get their own random state
     reporter = ForwardingStatusReporter(writer, task.task_id, reader if task.accepts_messages else None)
     options = TaskRunOptions(**job["options"], completion_cache=cache, in_child_process=True)
+    results = OutcomeBox()
     with captured_output(reporter.append_task_log, options.task_log_max_bytes):
-        return TaskProcess(task, reporter, options, timeout=job.get("timeout")).run()
+        make_task_process(task, reporter, options, job.get("timeout"), results).run()
+    return results.take(task.task_id)
 
 
 def _restore_process_state(home: str, environment: dict[str, str]) -> None:

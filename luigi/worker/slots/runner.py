@@ -12,7 +12,7 @@ from luigi.task import Task
 from luigi.task_status import FAILED
 from luigi.worker.messages import Message
 from luigi.worker.slots.pool import SlotPool
-from luigi.worker.task_process import TaskOutcome, TaskProcess, TaskRunOptions, TaskStatusReporter
+from luigi.worker.task_process import TaskOutcome, TaskRunOptions, TaskStatusReporter, make_task_process
 
 logger = logging.getLogger("luigi-interface")
 
@@ -43,7 +43,8 @@ class SlotRunner:
         """Hand ``task`` to a slot (forking one if needed); a refused fork fails the task, not the worker."""
         task_id = task.task_id
         reporter = TaskStatusReporter(self._scheduler, task_id, self._options.worker_id)
-        process = TaskProcess(task, reporter, self._options, timeout=timeout)
+        # the worker-side view of the run (the slot builds its own): its reports are applied through it
+        process = make_task_process(task, reporter, self._options, timeout, None)
         deadline = time.time() + timeout if timeout else None
         try:
             self.pool.start(process, deadline, self._tasks, self._options.completion_cache)
