@@ -23,10 +23,12 @@ from typing import Any
 from luigi.task import Task
 from luigi.worker.task_process import (
     FORWARDABLE_REPORTS,
+    OutcomeBox,
     SchedulerMessage,
     TaskOutcome,
     TaskProcess,
     TaskRunOptions,
+    make_task_process,
 )
 
 # How often a task slot on a Dask worker is checked (its report pipe drained, messages passed on).
@@ -192,10 +194,12 @@ def run_on_dask_worker(
     try:
         if timeout is None or deadline is None:
             task.trigger_event = lambda event, *args, **_: channel.fire(event, args)  # type: ignore[method-assign]
-            outcome = TaskProcess(task, reporter, options).run()
+            results = OutcomeBox()
+            make_task_process(task, reporter, options, None, results).run()
+            outcome = results.take(task.task_id)
         else:
             outcome = _run_in_slot(
-                TaskProcess(task, reporter, options, timeout=timeout), deadline, channel, messages
+                make_task_process(task, reporter, options, timeout, None), deadline, channel, messages
             )
     finally:
         if messages is not None:
