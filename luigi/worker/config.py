@@ -76,6 +76,10 @@ class worker(Config):
         default=600.0,
         description="Seconds to keep retrying an unreachable scheduler before giving up (0: at once).",
     )
+    shutdown_grace = parameter.FloatParameter(
+        default=30.0,
+        description="Seconds tasks may run on after SIGTERM or a first SIGINT before they are killed.",
+    )
     executor = parameter.ChoiceParameter(
         default=EXECUTOR_LOCAL,
         choices=(EXECUTOR_LOCAL, EXECUTOR_DASK),
