@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -67,3 +68,9 @@ def wait_all_gone(pids: list[int], timeout: float = 15.0) -> None:
         for pid in survivors:
             psutil.Process(pid).kill()
         raise AssertionError(f"processes outlived their worker: {survivors}") from None
+
+
+def task_statuses(probe: Any) -> dict[str, dict[str, Any]]:
+    """Every task luigid knows, by id (``task_list`` over HTTP)."""
+    reply = probe.call("task_list", {"status": "", "upstream_status": ""}, verb="GET")
+    return dict(reply.json()["response"])
