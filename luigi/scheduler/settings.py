@@ -16,13 +16,23 @@ from typing import Any, NamedTuple
 from luigi.parameter import BoolParameter, FloatParameter, IntParameter, OptionalParameter, Parameter
 from luigi.task import Config
 
+BACKOFF_FIXED = "fixed"
+BACKOFF_LINEAR = "linear"
+BACKOFF_EXPONENTIAL = "exponential"
+BACKOFFS = (BACKOFF_FIXED, BACKOFF_LINEAR, BACKOFF_EXPONENTIAL)
+
 
 class RetryPolicy(NamedTuple):
-    """When repeated failures disable a task: the scheduler defaults, overlaid per task."""
+    """When repeated failures disable a task, and how long a failed task waits before its retry: the
+    scheduler defaults, overlaid per task. ``retry_delay`` None: the scheduler's ``retry_delay``."""
 
     retry_count: int
     disable_hard_timeout: int
     disable_window: int
+    retry_backoff: str = BACKOFF_FIXED
+    retry_delay: float | None = None
+    retry_max_delay: float = 0.0  # 0: no cap
+    retry_jitter: float = 0.0  # a fraction of the delay, spread evenly either way
 
 
 # The kind of each option decides how it is read from a config file and which override values it accepts.
@@ -46,6 +56,9 @@ _OPTION_KINDS: dict[str, str] = {
     "metrics_collector": "str",
     "metrics_custom_import": "str?",
     "stable_done_cooldown_secs": "int",
+    "retry_backoff": "str",
+    "retry_max_delay": "float",
+    "retry_jitter": "float",
 }
 
 # Older spellings Luigi still reads when the current name is absent.
@@ -79,7 +92,16 @@ class SchedulerConfig:
     metrics_collector: str = "default"
     metrics_custom_import: str | None = None
     stable_done_cooldown_secs: int = 10
+    retry_backoff: str = BACKOFF_FIXED  # ours, not Luigi's: fixed (Luigi's), linear or exponential
+    retry_max_delay: float = 0.0  # ours: the longest retry delay backoff may reach (0: no cap)
+    retry_jitter: float = 0.0  # ours: spread each retry delay by up to this fraction either way
     resources: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.retry_backoff not in BACKOFFS:
+            raise ValueError(
+                f"[scheduler] retry_backoff must be one of {', '.join(BACKOFFS)}, got {self.retry_backoff!r}"
+            )
 
     @classmethod
     def from_config(cls, **overrides: Any) -> SchedulerConfig:
@@ -107,7 +129,15 @@ class SchedulerConfig:
 
     def retry_policy(self) -> RetryPolicy:
         """The scheduler-wide retry policy."""
-        return RetryPolicy(self.retry_count, self.disable_hard_timeout, self.disable_window)
+        return RetryPolicy(
+            self.retry_count,
+            self.disable_hard_timeout,
+            self.disable_window,
+            self.retry_backoff,
+            None,
+            self.retry_max_delay,
+            self.retry_jitter,
+        )
 
     def retry_policy_for(self, task_policy: Mapping[str, Any] | None) -> RetryPolicy:
         """The scheduler policy overlaid with a task's non-None ``retry_policy_dict`` values."""
@@ -121,6 +151,10 @@ class SchedulerConfig:
                 )
             if value is not None:
                 policy[name] = value
+        if policy["retry_backoff"] not in BACKOFFS:
+            raise ValueError(
+                f"retry_backoff must be one of {', '.join(BACKOFFS)}, got {policy['retry_backoff']!r}"
+            )
         return RetryPolicy(**policy)
 
 
