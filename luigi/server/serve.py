@@ -19,6 +19,7 @@ import tornado.httpserver
 import tornado.ioloop
 import tornado.netutil
 
+from luigi.server import store_health
 from luigi.server.app import app
 from luigi.server.channel import Channels
 from luigi.server.guard import HostPolicy
@@ -163,9 +164,9 @@ class SchedulerServer:
             self.channels.close_idle()
         try:
             self.scheduler.prune()
-            _call_hook(self.scheduler, "flush", reraise=True)
         except Exception:  # pruning runs again next interval; one failure must not stop the timer
             logger.exception("Periodic prune failed")
+        store_health.flush(self.scheduler)  # also how saving resumes by itself after trouble
 
     def _prune_if_due(self) -> None:
         """Between the periodic prunes: apply a deadline as soon as it comes (a silent worker, a retry)."""
@@ -173,10 +174,12 @@ class SchedulerServer:
         if prune_if_due is None:
             return
         try:
-            if prune_if_due():
-                _call_hook(self.scheduler, "flush", reraise=True)
+            pruned = prune_if_due()
         except Exception:  # the next tick tries again; one failure must not stop the timer
             logger.exception("Pruning a due deadline failed")
+            return
+        if pruned or store_health.health_of(self.scheduler).failure is not None:
+            store_health.flush(self.scheduler)
 
     def _checkpoint_if_due(self) -> None:
         """After answers on the RPC channels: fold a slice if enough changes wait (their workers are busy)."""

@@ -277,12 +277,16 @@ def test_a_body_exactly_at_the_cap_is_accepted():
 # -- the routed method set ---------------------------------------------------------------------------------
 
 
+# The scheduler's methods the server itself calls (durable state, due deadlines): never routed.
+SERVER_HOOKS = ("load", "flush", "checkpoint", "dump", "close", "prune_if_due")
+
+
 def lifecycle_free_public_methods() -> set[str]:
     """Scheduler's public methods, without the durable-state hooks the server calls itself."""
     return {
         name
         for name, member in inspect.getmembers(Scheduler, inspect.isfunction)
-        if not name.startswith("_") and name not in ("load", "flush", "checkpoint", "dump", "close", "prune_if_due")
+        if not name.startswith("_") and name not in SERVER_HOOKS
     }
 
 
