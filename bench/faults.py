@@ -434,7 +434,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of fault injection per seed")
     args = parser.parse_args(argv)
-    print("| seed | tasks | faults injected | reruns with cause | reruns without cause | lost | s | luigid RSS MiB |")
+    columns = ["seed", "tasks", "faults injected", "reruns with cause", "reruns without cause", "lost", "s"]
+    print("| " + " | ".join([*columns, "luigid RSS MiB"]) + " |")
     print("|---|---|---|---|---|---|---|---|")
     bad = 0
     for seed in _seeds(args.seeds):
