@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -32,9 +33,15 @@ from pathlib import Path
 import psutil
 
 LUIGID = Path(sys.executable).parent / "luigid"
+# "[pid 123] Worker Worker(..., pid=120) running   Step(i=4)": which worker a run's process belonged to.
+_RUN_LINE = re.compile(r"\[pid (\d+)\] Worker Worker\(.*?pid=(\d+)\) running")
+# Faults that cut a worker off from luigid for a while (its reports may arrive late, stale).
+_SILENCING = ("stop_worker", "proxy_")
+# luigid dropping a silent worker: "Worker Worker(..., pid=120) timed out (no contact for >=3.0s)".
+_CUT_OFF_LINE = re.compile(r"Worker Worker\(.*?pid=(\d+)\) timed out")
 DISCONNECT_DELAY = 3.0
 
-PIPELINE = '''
+PIPELINE = """
 import os, random, time
 import luigi
 
@@ -62,7 +69,7 @@ class Step(luigi.Task):
 class All(luigi.WrapperTask):
     def requires(self):
         return [Step(i=i) for i in range(N)]
-'''
+"""
 
 
 @dataclasses.dataclass
@@ -81,7 +88,8 @@ class Result:
     seed: int
     tasks: int
     faults: dict[str, int]
-    reruns_explained: int
+    reruns_explained: int  # the earlier run's process was hit by a fault
+    reruns_cut_off: int  # the earlier run's worker was dropped by luigid for silence (e.g. around a restart)
     reruns_unexplained: list[str]
     lost: int
     seconds: float
@@ -327,19 +335,32 @@ class Run:
         if self.tmpfs:
             subprocess.run(["umount", "-l", str(self.state_dir)], check=False)
 
+    def _who_ran_and_who_was_dropped(self) -> tuple[dict[int, int], set[int]]:
+        """From the logs: the worker pid of each run's process, and the workers luigid dropped."""
+        worker_of: dict[int, int] = {}
+        for log in self.workdir.glob("worker*.log"):
+            for run_pid, worker_pid in _RUN_LINE.findall(_read(log)):
+                worker_of[int(run_pid)] = int(worker_pid)
+        cut_off = {int(pid) for pid in _CUT_OFF_LINE.findall(_read(self.workdir / "luigid.log"))}
+        return worker_of, cut_off
+
     def _check(self, seconds: float, rss_end: int) -> Result:
         runs: dict[str, list[int]] = {}
         for line in self.markers.read_text().splitlines() if self.markers.exists() else []:
             task_id, pid = line.split()
             runs.setdefault(task_id, []).append(int(pid))
         hit = set().union(*(fault.pids for fault in self.faults)) if self.faults else set()
-        explained, unexplained = 0, []
+        silenced = set().union(*(f.pids for f in self.faults if f.kind.startswith(_SILENCING))) or set()
+        worker_of, cut_off = self._who_ran_and_who_was_dropped()
+        explained, after_cut_off, unexplained = 0, 0, []
         for task_id, pids in runs.items():
-            for earlier in pids[:-1]:
-                if earlier in hit:
-                    explained += 1
+            for earlier, later in zip(pids, pids[1:], strict=False):
+                if earlier in hit or worker_of.get(earlier) in hit:
+                    explained += 1  # the earlier run's process (or its worker) was killed, stopped or cut off
+                elif worker_of.get(earlier) in cut_off or worker_of.get(later) in cut_off | silenced:
+                    after_cut_off += 1  # one of the two workers was cut off: its reports came late
                 else:
-                    unexplained.append(f"{task_id} (earlier run in pid {earlier})")
+                    unexplained.append(f"{task_id} (runs in pids {earlier} then {later})")
         done = {path.stem for path in self.out.glob("*.done")}
         counts: dict[str, int] = {}
         for fault in self.faults:
@@ -349,12 +370,17 @@ class Run:
             self.tasks,
             counts,
             explained,
+            after_cut_off,
             unexplained,
             self.tasks - len(done),
             round(seconds, 1),
             self.rss_start,
             rss_end,
         )
+
+
+def _read(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
 
 
 def _children(pid: int) -> list[int]:
@@ -434,17 +460,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of fault injection per seed")
     args = parser.parse_args(argv)
-    columns = ["seed", "tasks", "faults injected", "reruns with cause", "reruns without cause", "lost", "s"]
+    columns = ["seed", "tasks", "faults injected", "reruns: fault hit", "reruns: worker cut off"]
+    columns += ["reruns without cause", "lost", "s"]
     print("| " + " | ".join([*columns, "luigid RSS MiB"]) + " |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---" * (len(columns) + 1) + "|")
     bad = 0
     for seed in _seeds(args.seeds):
         r = run_seed(seed, args.tasks, args.duration)
         faults = ", ".join(f"{k} {v}" for k, v in sorted(r.faults.items()))
         rss = f"{r.luigid_rss_start / 2**20:.0f} → {r.luigid_rss_end / 2**20:.0f}"
         print(
-            f"| {r.seed} | {r.tasks} | {faults} | {r.reruns_explained} | {len(r.reruns_unexplained)} "
-            f"| {r.lost} | {r.seconds} | {rss} |",
+            f"| {r.seed} | {r.tasks} | {faults} | {r.reruns_explained} | {r.reruns_cut_off} "
+            f"| {len(r.reruns_unexplained)} | {r.lost} | {r.seconds} | {rss} |",
             flush=True,
         )
         for line in r.reruns_unexplained:
