@@ -52,6 +52,7 @@ def test_kill_9_of_a_worker_kills_its_slots_and_every_process_their_tasks_starte
         pids = wait_until(lambda: len(read_pids(tmp_path / "a.pids")) == 3 and read_pids(tmp_path / "a.pids"))
         slot, plain, escaped = pids
         assert slot != worker.pid
+        wait_until(lambda: os.getsid(escaped) == escaped, what="the grandchild to start its own session")
         assert os.getsid(escaped) != os.getsid(slot)  # it really left the slot's session
         worker.send_signal(signal.SIGKILL)
         worker.wait(timeout=10)
