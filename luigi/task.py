@@ -170,6 +170,26 @@ class Task(metaclass=Register):
         return None
 
     @property
+    def retry_backoff(self) -> str | None:
+        """Per-task ``fixed``, ``linear`` or ``exponential`` (None: ``[scheduler] retry_backoff``)."""
+        return None
+
+    @property
+    def retry_delay(self) -> float | None:
+        """Per-task base of the retry delay in seconds (None: ``[scheduler] retry_delay``)."""
+        return None
+
+    @property
+    def retry_max_delay(self) -> float | None:
+        """Per-task cap on the backed-off retry delay (None: ``[scheduler] retry_max_delay``)."""
+        return None
+
+    @property
+    def retry_jitter(self) -> float | None:
+        """Per-task fraction by which retry delays are spread (None: ``[scheduler] retry_jitter``)."""
+        return None
+
+    @property
     def disable_hard_timeout(self) -> int | None:
         """Per-task override of ``[scheduler] disable_hard_timeout`` (None: use the scheduler's)."""
         return None

@@ -653,6 +653,18 @@ class Scheduler:
             except Exception:  # mail trouble must not stop pruning; the batcher keeps its queue
                 logger.exception("Could not send batched failure e-mails")
 
+    def prune_if_due(self) -> bool:
+        """Prune if a deadline (a silent worker's, a retry, a removal) has come; True if it pruned.
+
+        Cheap (a look at the heads of two heaps), so luigid calls it often: a dead worker's tasks fail
+        within ``worker_disconnect_delay`` plus the server's tick, not at the next periodic prune.
+        """
+        due = self._state.deadlines.next_due()
+        if due is None or due > self._clock():
+            return False
+        self.prune()
+        return True
+
     def announce_scheduling_failure(
         self,
         task_name: str,

@@ -24,13 +24,23 @@ from luigi.parameter import (
 )
 from luigi.task import Config
 
+BACKOFF_FIXED = "fixed"
+BACKOFF_LINEAR = "linear"
+BACKOFF_EXPONENTIAL = "exponential"
+BACKOFFS = (BACKOFF_FIXED, BACKOFF_LINEAR, BACKOFF_EXPONENTIAL)
+
 
 class RetryPolicy(NamedTuple):
-    """When repeated failures disable a task: the scheduler defaults, overlaid per task."""
+    """When repeated failures disable a task, and how long a failed task waits before its retry: the
+    scheduler defaults, overlaid per task. ``retry_delay`` None: the scheduler's ``retry_delay``."""
 
     retry_count: int
     disable_hard_timeout: int
     disable_window: int
+    retry_backoff: str = BACKOFF_FIXED
+    retry_delay: float | None = None
+    retry_max_delay: float = 0.0  # 0: no cap
+    retry_jitter: float = 0.0  # a fraction of the delay, spread evenly either way
 
 
 # The kind of each option decides how it is read from a config file and which override values it accepts.
@@ -56,6 +66,9 @@ _OPTION_KINDS: dict[str, str] = {
     "stable_done_cooldown_secs": "int",
     "task_log_dir": "str?",
     "task_log_keep_days": "float",
+    "retry_backoff": "str",
+    "retry_max_delay": "float",
+    "retry_jitter": "float",
 }
 
 # Older spellings Luigi still reads when the current name is absent.
@@ -91,7 +104,16 @@ class SchedulerConfig:
     stable_done_cooldown_secs: int = 10
     task_log_dir: str | None = None  # where luigid keeps task run logs; None: task-logs beside the state
     task_log_keep_days: float = 7.0  # (ours, not Luigi's; 0 keeps them until deleted by hand)
+    retry_backoff: str = BACKOFF_FIXED  # ours, not Luigi's: fixed (Luigi's), linear or exponential
+    retry_max_delay: float = 0.0  # ours: the longest retry delay backoff may reach (0: no cap)
+    retry_jitter: float = 0.0  # ours: spread each retry delay by up to this fraction either way
     resources: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.retry_backoff not in BACKOFFS:
+            raise ValueError(
+                f"[scheduler] retry_backoff must be one of {', '.join(BACKOFFS)}, got {self.retry_backoff!r}"
+            )
 
     @classmethod
     def from_config(cls, **overrides: Any) -> SchedulerConfig:
@@ -145,7 +167,15 @@ class SchedulerConfig:
 
     def retry_policy(self) -> RetryPolicy:
         """The scheduler-wide retry policy."""
-        return RetryPolicy(self.retry_count, self.disable_hard_timeout, self.disable_window)
+        return RetryPolicy(
+            self.retry_count,
+            self.disable_hard_timeout,
+            self.disable_window,
+            self.retry_backoff,
+            None,
+            self.retry_max_delay,
+            self.retry_jitter,
+        )
 
     def retry_policy_for(self, task_policy: Mapping[str, Any] | None) -> RetryPolicy:
         """The scheduler policy overlaid with a task's non-None ``retry_policy_dict`` values."""
@@ -159,6 +189,10 @@ class SchedulerConfig:
                 )
             if value is not None:
                 policy[name] = value
+        if policy["retry_backoff"] not in BACKOFFS:
+            raise ValueError(
+                f"retry_backoff must be one of {', '.join(BACKOFFS)}, got {policy['retry_backoff']!r}"
+            )
         return RetryPolicy(**policy)
 
 
@@ -244,9 +278,7 @@ def _metrics_collector(value: Any, where: str) -> MetricsCollectors:
         return MetricsCollectors[str(value).strip()]
     except KeyError:
         names = ", ".join(MetricsCollectors.__members__)
-        raise MetricsSetupError(
-            f"{where} = {value!r} is not a metrics collector (one of: {names})"
-        ) from None
+        raise MetricsSetupError(f"{where} = {value!r} is not a metrics collector (one of: {names})") from None
 
 
 def _command_line_values(overrides: Mapping[str, Any]) -> dict[str, Any]:

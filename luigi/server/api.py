@@ -28,6 +28,7 @@ from luigi.rpc_methods import (
     get_method,
     invoke,
 )
+from luigi.server import store_health
 from luigi.server.handlers import ClientError, JsonErrorsMixin
 from luigi.server.settings import ServerSettings
 
@@ -107,19 +108,14 @@ def _observe_rpc(scheduler: Scheduler, name: str, seconds: float) -> None:
         logger.exception("Metrics collector failed on observing %s", name)
 
 
-def flush_scheduler(scheduler: Scheduler) -> None:
+def flush_scheduler(scheduler: Scheduler, mutating: bool = True) -> None:
     """Make the scheduler's changes durable before answering (its ``flush()``, when it has one).
 
-    A failure answers 500: the change is in memory but not yet stored (the next flush retries it).
+    A failure answers a mutating call 503 (``store_health``): the change is in memory, not yet stored,
+    and the next flush retries it. A read answers as usual.
     """
-    flush = getattr(scheduler, "flush", None)
-    if flush is None:
-        return
-    try:
-        flush()
-    except Exception as exc:  # the store names its own problem; the client must not think it is saved
-        logger.exception("Could not save the scheduler state")
-        raise ClientError(500, f"The change was applied but could not be saved: {exc}") from None
+    if not store_health.flush(scheduler) and mutating:
+        raise store_health.refusal(scheduler)
 
 
 class CappedBody:
@@ -308,17 +304,30 @@ def serve_json_call(scheduler: Scheduler, name: str, data: dict[str, Any], clien
 
 def serve_call(scheduler: Scheduler, method: RpcMethod, kwargs: Mapping[str, Any]) -> str:
     """``call_scheduler``, then the flush that makes its changes durable (also after a failed call)."""
+    if method.mutating:
+        store_health.check_writable(scheduler)
     try:
         return call_scheduler(scheduler, method, kwargs)
     finally:
-        flush_scheduler(scheduler)  # a call that failed half-way may still have changed state
+        flush_scheduler(scheduler, method.mutating)  # a call that failed half-way may have changed state
 
 
 def serve_batch(scheduler: Scheduler, data: dict[str, Any], client: str | None) -> str:
     """The ``response`` JSON of a ``_batch`` request's ``data``: its calls run in order, then one flush."""
-    parts = run_batch(scheduler, parse_batch(data), client)
-    flush_scheduler(scheduler)  # once per batch: one transaction for all its calls
+    batch = parse_batch(data)
+    mutating = any(_is_mutating(name) for name, _ in batch.calls)
+    if mutating:
+        store_health.check_writable(scheduler)
+    parts = run_batch(scheduler, batch, client)
+    flush_scheduler(scheduler, mutating)  # once per batch: one transaction for all its calls
     return "[" + ", ".join(parts) + "]"
+
+
+def _is_mutating(name: str) -> bool:
+    try:
+        return get_method(name).mutating
+    except UnknownRpcMethodError:
+        return False  # answered 404 in its entry
 
 
 def run_batch(scheduler: Scheduler, batch: Batch, client: str | None) -> list[str]:

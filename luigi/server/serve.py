@@ -19,6 +19,7 @@ import tornado.httpserver
 import tornado.ioloop
 import tornado.netutil
 
+from luigi.server import store_health
 from luigi.server.app import app
 from luigi.server.channel import Channels
 from luigi.server.guard import HostPolicy
@@ -38,6 +39,8 @@ DEFAULT_PORT = 8082
 DEFAULT_ADDRESS = "127.0.0.1"
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 _CLOSE_TIMEOUT = 5.0
+# Seconds between looks at the scheduler's next deadline (a dead worker is noticed this late at most).
+DUE_CHECK_INTERVAL = 0.25
 # Seconds between folds of the state journal into the database: each flush is already durable in the
 # journal, so this bounds only the journal's length and the rows held in memory until they are folded.
 CHECKPOINT_INTERVAL = 0.2
@@ -135,6 +138,9 @@ class SchedulerServer:
         http.add_sockets(self.sockets)
         pruning = tornado.ioloop.PeriodicCallback(self._prune, self.settings.prune_interval * 1000.0)
         pruning.start()
+        due_tick = min(DUE_CHECK_INTERVAL, self.settings.prune_interval)
+        due_checks = tornado.ioloop.PeriodicCallback(self._prune_if_due, due_tick * 1000.0)
+        due_checks.start()
         folding = tornado.ioloop.PeriodicCallback(self._checkpoint_on_timer, CHECKPOINT_INTERVAL * 1000.0)
         folding.start()
         handled = self._install_signal_handlers()
@@ -148,6 +154,7 @@ class SchedulerServer:
             if self.schedules is not None:  # while still serving: the stopped runs report to us
                 await self.schedules.stop()
             pruning.stop()
+            due_checks.stop()
             folding.stop()
             for sig in handled:
                 self._loop.remove_signal_handler(sig)
@@ -172,9 +179,22 @@ class SchedulerServer:
             self.channels.close_idle()
         try:
             self.scheduler.prune()
-            _call_hook(self.scheduler, "flush", reraise=True)
         except Exception:  # pruning runs again next interval; one failure must not stop the timer
             logger.exception("Periodic prune failed")
+        store_health.flush(self.scheduler)  # also how saving resumes by itself after trouble
+
+    def _prune_if_due(self) -> None:
+        """Between the periodic prunes: apply a deadline as soon as it comes (a silent worker, a retry)."""
+        prune_if_due = getattr(self.scheduler, "prune_if_due", None)
+        if prune_if_due is None:
+            return
+        try:
+            pruned = prune_if_due()
+        except Exception:  # the next tick tries again; one failure must not stop the timer
+            logger.exception("Pruning a due deadline failed")
+            return
+        if pruned or store_health.health_of(self.scheduler).failure is not None:
+            store_health.flush(self.scheduler)
 
     def _checkpoint_if_due(self) -> None:
         """After answers on the RPC channels: fold a slice if enough changes wait (their workers are busy)."""

@@ -80,6 +80,10 @@ class worker(Config):
         default=1024 * 1024,
         description="Bytes of each task run's output shipped to a luigid that keeps task logs (0: none).",
     )
+    shutdown_grace = parameter.FloatParameter(
+        default=30.0,
+        description="Seconds tasks may run on after SIGTERM or a first SIGINT before they are killed.",
+    )
     executor = parameter.ChoiceParameter(
         default=EXECUTOR_LOCAL,
         choices=(EXECUTOR_LOCAL, EXECUTOR_DASK),

@@ -16,6 +16,7 @@ ahead: a task granted ahead may still run in a slot, so it is told of those star
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import time
 from collections import deque
@@ -24,10 +25,12 @@ from typing import Any, Protocol
 
 from luigi.scheduler_api import SchedulerAPI
 from luigi.task import Task
-from luigi.task_status import DONE
+from luigi.task_status import DONE, FAILED
+from luigi.worker import process_tree
 from luigi.worker.lookahead import AheadAsker
 from luigi.worker.messages import Message
 from luigi.worker.output_capture import captured_output
+from luigi.worker.stopping import STOPPED_REASON
 from luigi.worker.task_process import (
     OutcomeBox,
     SchedulerMessage,
@@ -39,6 +42,10 @@ from luigi.worker.task_process import (
 )
 
 logger = logging.getLogger("luigi-interface")
+
+
+class WorkerStopped(BaseException):
+    """Raised into a task running in the worker's own process when the worker must stop now."""
 
 
 class TaskRunner(Protocol):
@@ -152,6 +159,8 @@ class InProcessRunner:
     ``get_work_kwargs()`` are the worker's ``get_work`` arguments for an ask ahead, and ``taking_work()``
     whether it still takes new work (a worker phasing out asks for nothing more). Without ``ahead`` (the
     scheduler cannot be asked ahead, or ``[worker] lookahead`` is off) every task is asked for in turn.
+    Each run's programs are tagged under ``worker_tag`` (``luigi.worker.process_tree``); what is left of
+    them is killed at ``shut_down``.
     """
 
     def __init__(
@@ -162,9 +171,14 @@ class InProcessRunner:
         get_work_kwargs: Callable[[], dict[str, Any]],
         taking_work: Callable[[], bool],
         opened: Callable[[str], None],
+        worker_tag: str | None = None,
     ) -> None:
         self._scheduler = scheduler
         self._options = options
+        self._worker_tag = worker_tag or process_tree.worker_tag()
+        self._runs = 0
+        self._running: str | None = None  # the task whose run() is on the stack now
+        self._stopped: str | None = None  # the task ``stop_now`` interrupted
         self._ahead = ahead
         self._get_work_kwargs = get_work_kwargs
         self._taking_work = taking_work
@@ -184,23 +198,56 @@ class InProcessRunner:
         ahead = self._ahead
         if ahead is None:
             self._opened(task_id)
-            self._outcomes.append(self._run(process, results, reporter))
+            self._outcomes.append(self._run_tagged(process, results, reporter))
             return
         # (a worker phasing out runs what it was granted, and asks for nothing more)
         ahead.before_start(task_id, self._taking_work(), self._get_work_kwargs)
         self._opened(task_id)
         started = time.monotonic()
-        self._outcomes.append(self._run(process, results, reporter))
+        self._outcomes.append(self._run_tagged(process, results, reporter))
         ahead.ran(time.monotonic() - started)
 
-    def _run(self, process: TaskProcess, results: OutcomeBox, reporter: TaskStatusReporter) -> TaskOutcome:
+    def _run_tagged(
+        self, process: TaskProcess, results: OutcomeBox, reporter: TaskStatusReporter
+    ) -> TaskOutcome:
+        """Run with this run's tag in the environment, so the programs the task starts can be found;
+        a run ``stop_now`` interrupted is FAILED with ``STOPPED_REASON``, its programs killed."""
+        self._runs += 1
+        task_id = process.task.task_id
+        tag = process_tree.run_tag(self._worker_tag, self._runs)
+        previous = os.environ.get(process_tree.TAG_VARIABLE)
+        os.environ[process_tree.TAG_VARIABLE] = tag
+        try:
+            self._running = task_id
+            self._run_captured(process, reporter)
+            outcome = results.take(task_id)
+        except WorkerStopped:  # raised outside the task's own code, so TaskProcess did not catch it
+            outcome = TaskOutcome(task_id)
+        finally:
+            self._running = None
+            if previous is None:
+                os.environ.pop(process_tree.TAG_VARIABLE, None)
+            else:
+                os.environ[process_tree.TAG_VARIABLE] = previous
+        if self._stopped == task_id:
+            self._stopped = None
+            process_tree.kill_tree(None, tag)
+            outcome.status, outcome.expl, outcome.new_deps = FAILED, STOPPED_REASON, []
+        return outcome
+
+    def _run_captured(self, process: TaskProcess, reporter: TaskStatusReporter) -> None:
         """Run the task here, its output kept as the run's log when the scheduler keeps logs."""
         if self._options.task_log_max_bytes <= 0:
             process.run()
-        else:
-            with captured_output(reporter.append_task_log, self._options.task_log_max_bytes):
-                process.run()
-        return results.take(process.task.task_id)
+            return
+        with captured_output(reporter.append_task_log, self._options.task_log_max_bytes):
+            process.run()
+
+    def stop_now(self) -> None:
+        """Interrupt the task running in this process, if any (called from a signal handler)."""
+        if self._running is not None:
+            self._stopped = self._running
+            raise WorkerStopped(STOPPED_REASON)
 
     def starts_elsewhere(self, task_id: str) -> None:
         """Another runner starts ``task_id``: no ask ahead goes before it, so held reports go now."""
@@ -246,5 +293,8 @@ class InProcessRunner:
         return self._ahead.queued() if self._ahead is not None else []
 
     def shut_down(self) -> None:
-        """Nothing runs here between calls; undelivered messages are dropped with their tasks."""
+        """Kill what the tasks run here left running; undelivered messages are dropped with their tasks."""
         self._inboxes.clear()
+        if self._runs:
+            process_tree.kill_tree(None, self._worker_tag, prefix=True)
+            self._runs = 0

@@ -31,12 +31,18 @@ logger = logging.getLogger("luigi-interface")
 
 
 def retry_policy_dict(task: Task) -> dict[str, Any]:
-    """The task's retry settings, as ``add_task`` takes them."""
-    return {
+    """The task's retry settings, as ``add_task`` takes them (backoff ones only when the task sets them:
+    a Luigi server knows only the first three)."""
+    policy = {
         "retry_count": task.retry_count,
         "disable_hard_timeout": task.disable_hard_timeout,
         "disable_window": task.disable_window,
     }
+    for name in ("retry_backoff", "retry_delay", "retry_max_delay", "retry_jitter"):
+        value = getattr(task, name)
+        if value is not None:
+            policy[name] = value
+    return policy
 
 
 class TaskLedger:

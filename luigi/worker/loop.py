@@ -31,7 +31,7 @@ from luigi.scheduler_api import SchedulerAPI
 from luigi.task import Task
 from luigi.task_register import TaskClassException, load_task
 from luigi.task_status import DONE, FAILED, RUNNING
-from luigi.worker import identity
+from luigi.worker import identity, process_tree
 from luigi.worker.config import EXECUTOR_DASK, dask, worker
 from luigi.worker.dask_runner import DaskRunner
 from luigi.worker.execution import InProcessRunner, RunnerChoice, TaskRunner
@@ -42,6 +42,7 @@ from luigi.worker.lookahead import AheadAsker, Lookahead
 from luigi.worker.messages import Message, MessageRouter
 from luigi.worker.progress import ProgressLine, progress_line_for_terminal, progress_of
 from luigi.worker.slots import SlotRunner
+from luigi.worker.stopping import STOPPED_REASON, GracefulStop
 from luigi.worker.task_process import (
     OutcomeBox,
     TaskOutcome,
@@ -130,7 +131,10 @@ class Worker:
         self._messages = MessageRouter(self._deliver_message)
         self._stop_requesting_work = False
         self._run_options: list[TaskRunOptions] = []  # their task_log_max_bytes is set by run()
+        self._process_tag = process_tree.worker_tag()  # every task run here is tagged under it
+        self._in_process: InProcessRunner | None = None
         self._runner: TaskRunner = self._build_runner(remote)
+        self._stop = GracefulStop(self._config.shutdown_grace, self._start_phasing_out, self._stop_now)
         self._idle_since: float | None = None
         self._keep_alive_thread: KeepAliveThread | None = None
         self._previous_sigusr1: Any = None
@@ -162,14 +166,15 @@ class Worker:
             if config.lookahead and remote is not None
             else None
         )
-        in_process = InProcessRunner(
-            self._rpc, options, ahead, self._get_work_kwargs, self._taking_work, self._messages.open
+        tag = self._process_tag
+        in_process = self._in_process = InProcessRunner(
+            self._rpc, options, ahead, self._get_work_kwargs, self._taking_work, self._messages.open, tag
         )
         slot_options = dataclasses.replace(options, in_child_process=True)
         self._run_options.append(slot_options)
         return RunnerChoice(
             in_process,
-            lambda: SlotRunner(self._rpc, slot_options, self._ledger.tasks, self._messages.open),
+            lambda: SlotRunner(self._rpc, slot_options, self._ledger.tasks, self._messages.open, tag),
             lambda: self.worker_processes,
             config.force_multiprocessing,
         )
@@ -232,6 +237,21 @@ class Worker:
 
     def _taking_work(self) -> bool:
         return not self._stop_requesting_work
+
+    def _stop_now(self) -> None:
+        """The grace is over or a second signal came: interrupt a task running in this process."""
+        if self._in_process is not None:
+            self._in_process.stop_now()
+
+    def _kill_running_tasks(self) -> None:
+        """Kill what still runs (with its process trees) and report it FAILED: the worker is stopping."""
+        self._collect_outcomes(block=False)
+        if not self._running_tasks:
+            return
+        self._runner.shut_down()
+        for task_id in list(self._running_tasks):
+            logger.error("Task %s was still running when the worker stopped: killed", task_id)
+            self._handle_outcome(TaskOutcome(task_id, FAILED, STOPPED_REASON))
 
     # -- messages from the scheduler ----------------------------------------------------------------
 
@@ -299,7 +319,10 @@ class Worker:
         self._capture_task_logs_if_kept()
         self._progress = progress_line_for_terminal(_progress_enabled())
         try:
-            with self._progress or contextlib.nullcontext():
+            with (
+                self._stop.handling_signals(not self._config.no_install_shutdown_handler),
+                self._progress or contextlib.nullcontext(),
+            ):
                 while self._run_step():
                     pass
                 while self._running_tasks:
@@ -488,9 +511,11 @@ class Worker:
     def _collect_outcomes(self, block: bool) -> None:
         """Handle finished tasks; with ``block``, wait (at most ``wait_interval``) for one to finish."""
         if block:
-            self._runner.wait(max(self._config.wait_interval, 0.0))
+            self._runner.wait(self._stop.remaining(max(self._config.wait_interval, 0.0)))
         for outcome in self._runner.collect():
             self._handle_outcome(outcome)
+        if block and self._running_tasks and self._stop.is_due():
+            self._kill_running_tasks()
 
     def _handle_outcome(self, outcome: TaskOutcome) -> None:
         """Report one finished run to the scheduler, adding dynamic dependencies and rescheduling."""

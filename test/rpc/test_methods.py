@@ -48,7 +48,7 @@ READ_ONLY = {
 
 
 # Called by luigid around requests, never over RPC.
-STATE_LIFECYCLE = {"load", "dump", "flush", "checkpoint", "close"}
+STATE_LIFECYCLE = {"load", "dump", "flush", "checkpoint", "close", "prune_if_due"}
 
 
 def scheduler_methods() -> set[str]:

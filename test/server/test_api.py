@@ -303,12 +303,16 @@ def test_a_body_exactly_at_the_cap_is_accepted():
 # -- the routed method set ---------------------------------------------------------------------------------
 
 
+# The scheduler's methods the server itself calls (durable state, due deadlines): never routed.
+SERVER_HOOKS = ("load", "flush", "checkpoint", "dump", "close", "prune_if_due")
+
+
 def lifecycle_free_public_methods() -> set[str]:
     """Scheduler's public methods, without the durable-state hooks the server calls itself."""
     return {
         name
         for name, member in inspect.getmembers(Scheduler, inspect.isfunction)
-        if not name.startswith("_") and name not in ("load", "flush", "checkpoint", "dump", "close")
+        if not name.startswith("_") and name not in SERVER_HOOKS
     }
 
 
@@ -327,6 +331,7 @@ def test_the_routed_methods_are_exactly_the_registry_and_the_scheduler_methods(s
         "checkpoint",
         "dump",
         "close",
+        "prune_if_due",
         "_batch2",
     ]
     assert {name: probe.call(name, {}).status for name in not_rpc} == dict.fromkeys(not_rpc, 404)

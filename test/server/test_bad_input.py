@@ -297,9 +297,8 @@ def test_a_failed_save_is_not_acknowledged():
         single = probe.call("ping", {"worker": "w"})
         batch = probe.batch([{"method": "ping", "kwargs": {"worker": "w"}}])
     for reply in (single, batch):
-        assert (
-            assert_json_error(reply, 500)
-            == "The change was applied but could not be saved: read-only file system"
+        assert assert_json_error(reply, 503).startswith(
+            "luigid cannot save its state (OSError: read-only file system); the change was not accepted."
         )
 
 

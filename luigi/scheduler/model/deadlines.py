@@ -43,5 +43,10 @@ class Deadlines:
             _, _, kind, task_id, stamp = heapq.heappop(self._tasks)
             yield kind, task_id, stamp
 
+    def next_due(self) -> float | None:
+        """The earliest reminder's time (a stale one included: it is dropped when it fires), or None."""
+        heads = [heap[0][0] for heap in (self._workers, self._tasks) if heap]
+        return min(heads) if heads else None
+
     def __len__(self) -> int:
         return len(self._workers) + len(self._tasks)

@@ -66,6 +66,7 @@ class TaskRecord:
     unfinished_deps: int = 0
     resource_key: ResourceKey = ()
     pretty_cache: str | None = None
+    granted_ahead: bool = False  # granted to start after its worker's current run (``rules.leases``)
 
     def set_params(self, params: dict[str, Any] | None) -> None:
         """Replace the parameters (the display name follows)."""
@@ -124,6 +125,7 @@ class WorkerRecord:
     pending_counts: dict[str, list[int]] = field(
         default_factory=lambda: {status: [0, 0, 0] for status in COUNTED_STATUSES}
     )
+    ahead: list[str] = field(default_factory=list)  # its grants made ahead, in order (``rules.leases``)
 
     @property
     def enabled(self) -> bool:

@@ -321,6 +321,7 @@ class SchedulerState:
     def clear_runner(self, task: TaskRecord, release: bool) -> None:
         """Forget who runs the task; with ``release`` also what it holds."""
         task.worker_running = None
+        task.granted_ahead = False
         if release:
             task.resources_running = None
         self.mark_changed(task.id)

@@ -10,6 +10,7 @@ from typing import Any
 from luigi.scheduler.hooks import FailureBatcher, record_history
 from luigi.scheduler.model.records import TaskRecord, WorkerRecord
 from luigi.scheduler.model.state import STATUSES, SchedulerState
+from luigi.scheduler.rules import leases
 from luigi.scheduler.rules.resources import check_resource_amounts
 from luigi.scheduler.rules.transitions import StatusRules
 from luigi.task_history import TaskHistory
@@ -67,9 +68,12 @@ class ReportIntake:
         task = self._task_for(report, reporter)
         if task is None:
             return
+        ends_a_run = task.worker_running == report.worker and report.status in (DONE, FAILED, PENDING)
         self._fill_fields(task, report)
         self._apply_details(task, report)
         self._apply_status(task, report)
+        if ends_a_run and task.status != RUNNING:
+            leases.run_ended(self.state, task, report.worker)
         if report.status == FAILED and self.config.batch_emails:
             self._queue_failure_email(task, report)
         self._apply_graph(task, report, reporter)

@@ -51,7 +51,7 @@ class StatusRules:
         if new_status != old_status:
             self._report_transition(task, new_status)
         if new_status == FAILED:
-            self.state.set_retry(task, now + self.config.retry_delay)
+            self.state.set_retry(task, now + policy.retry_delay(task, self.config.retry_delay))
             if remove_on_failure:
                 self.state.set_removal(task, now)
 
@@ -83,8 +83,8 @@ class StatusRules:
             return
         if runner in task.stakeholders or runner in assistants:
             return
-        if task.status == RUNNING and task.unfinished_deps:
-            self.put_back(task)
+        if task.status == RUNNING and (task.unfinished_deps or task.granted_ahead):
+            self.put_back(task)  # it was waiting in the lost worker's queue: never started
             return
         logger.info(
             "Task %r is marked as running by disconnected worker %r -> marking as FAILED "

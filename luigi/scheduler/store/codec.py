@@ -70,8 +70,9 @@ WORKER_FIELDS: tuple[tuple[str, str], ...] = (
 )
 
 # Record fields rebuilt from the others on load (below the ``derived`` marker in records.py).
-DERIVED_TASK_FIELDS = frozenset({"unfinished_deps", "resource_key", "pretty_cache"})
-DERIVED_WORKER_FIELDS = frozenset({"tasks", "stake", "pending_counts"})
+# (``granted_ahead`` and ``ahead`` are leases a restart forgets: ``rules.leases``.)
+DERIVED_TASK_FIELDS = frozenset({"unfinished_deps", "resource_key", "pretty_cache", "granted_ahead"})
+DERIVED_WORKER_FIELDS = frozenset({"tasks", "stake", "pending_counts", "ahead"})
 
 _FLOAT_TAG = "$float"
 _EMPTY_JSON: dict[type, str] = {type(None): "null", dict: "{}", list: "[]", set: "[]", str: '""'}
@@ -165,7 +166,13 @@ def _encode_ordered(value: Any) -> str:
     return dumps(list(value))
 
 
+# A policy with these backoff fields is stored in the old three-number form.
+_DEFAULT_BACKOFF = tuple(RetryPolicy._field_defaults[name] for name in RetryPolicy._fields[3:])
+
+
 def _encode_policy(value: Any) -> str:
+    if tuple(value[3:]) == _DEFAULT_BACKOFF:
+        return dumps(list(value[:3]))
     return dumps(list(value))
 
 
@@ -348,7 +355,11 @@ def _times(value: Any) -> list[Any]:
 def _policy(value: Any) -> RetryPolicy:
     if isinstance(value, list) and len(value) == 3:
         return RetryPolicy(*(_number(item) for item in value))
-    return _fail(value, "[retry_count, disable_hard_timeout, disable_window]")
+    if isinstance(value, list) and len(value) == 7 and isinstance(value[3], str):
+        delay = None if value[4] is None else _number(value[4])
+        count, hard_timeout, window = (_number(item) for item in value[:3])
+        return RetryPolicy(count, hard_timeout, window, value[3], delay, _number(value[5]), _number(value[6]))
+    return _fail(value, "[retry_count, disable_hard_timeout, disable_window] (+ the four backoff fields)")
 
 
 def _any(value: Any) -> Any:

@@ -42,6 +42,9 @@ def detail_of(state: SchedulerState, census: Census, task_id: str, max_neighbour
     result = census.result
     if task.status == PENDING and result is not None and task.id in result.upstream_of:
         serialized["upstream_status"] = result.upstream_of[task.id]
+    if task.status == FAILED and task.retry is not None and state.config.retry_delay >= 0:
+        number = max(1, len(task.failure_times))  # as ``rules.policy.retry_number`` counts it
+        serialized["retry"] = {"number": number, "of": task.retry_policy.retry_count, "at": task.retry}
     dependents = state.dependents.get(task_id, set())
     return {
         "task": serialized,

@@ -5,6 +5,10 @@ names a task by id. Reports and the outcome go back as JSON lines; scheduler mes
 arrive on the job pipe. Between jobs the slot puts back what a task may have changed in the process (random
 state, working directory, environment) and retires, rather than carry it on, when a task left threads
 running or grew the process's memory a lot. Nothing here ever returns into the worker's own code.
+
+A slot never outlives its worker: the kernel sends it SIGTERM when the worker dies (``prctl``), and a
+thread watches the worker's pid as well (a signal handler cannot run while the task is stuck in C code);
+either kills the running task's whole tree (``luigi.worker.process_tree``) and exits.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import gc
 import os
 import queue
 import random
+import select
+import signal
 import sys
 import threading
 import time
@@ -24,6 +30,7 @@ from typing import Any, NoReturn
 
 import psutil
 
+from luigi.worker import process_tree
 from luigi.worker.output_capture import captured_output
 from luigi.worker.slots.pipe import JsonLineReader, JsonLineWriter
 from luigi.worker.task_process import (
@@ -37,6 +44,18 @@ from luigi.worker.task_process import (
 # A slot whose memory grew by more than this while running a task is replaced by a fresh fork, so one
 # heavy task does not leave every later task in that slot with its high-water mark.
 RETIRE_AFTER_GROWTH_BYTES = 256 * 1024 * 1024
+
+WATCH_THREAD_NAME = "luigi-slot-parent-watch"
+# Without a pidfd, how often the watch thread looks whether the worker is still the slot's parent.
+_PARENT_POLL_SECONDS = 0.2
+# Exit code of a slot that lost its worker (128 + SIGTERM, as if the signal had killed it).
+_ORPHANED_EXIT_CODE = 128 + signal.SIGTERM
+
+
+class _RunningJob:
+    """The tag of the task this slot runs now, for the handlers that kill its tree (None between jobs)."""
+
+    tag: str | None = None
 
 
 class ForwardingStatusReporter:
@@ -127,6 +146,7 @@ def slot_main(
     tasks: Mapping[str, Any],
     completion_cache: dict[str, bool] | None,
     fds_to_close: list[int],
+    worker_pid: int,
 ) -> NoReturn:
     """Body of a freshly forked slot: serve jobs until the worker closes the job pipe, then exit."""
     exit_code = 1
@@ -135,6 +155,7 @@ def slot_main(
             os.setpgid(0, 0)  # the slot leads a process group holding everything its tasks start
         except OSError:
             pass
+        _follow_worker(worker_pid)
         for fd in fds_to_close:
             _close_quietly(fd)
         _reset_interpreter_after_fork()
@@ -167,7 +188,7 @@ def _serve_jobs(
         outcome = _run_job(job, reader, writer, tasks, cache)
         _flush_stdio()
         # Said with the outcome, so the worker never hands another task to a slot about to exit.
-        retiring = threading.active_count() > 1 or _rss() - baseline > RETIRE_AFTER_GROWTH_BYTES
+        retiring = _threads_left_behind() or _rss() - baseline > RETIRE_AFTER_GROWTH_BYTES
         writer.send({"outcome": outcome.to_message(), "retiring": retiring})
         if retiring:
             return
@@ -185,10 +206,68 @@ def _run_job(
     random.seed()  # tasks in a fresh process would each get their own random state
     reporter = ForwardingStatusReporter(writer, task.task_id, reader if task.accepts_messages else None)
     options = TaskRunOptions(**job["options"], completion_cache=cache, in_child_process=True)
+    tag = str(job.get("tag") or "")
+    if tag:
+        os.environ[process_tree.TAG_VARIABLE] = tag  # every program the task starts inherits it
+    _RunningJob.tag = tag or None
     results = OutcomeBox()
-    with captured_output(reporter.append_task_log, options.task_log_max_bytes):
-        make_task_process(task, reporter, options, job.get("timeout"), results).run()
-    return results.take(task.task_id)
+    try:
+        with captured_output(reporter.append_task_log, options.task_log_max_bytes):
+            make_task_process(task, reporter, options, job.get("timeout"), results).run()
+        return results.take(task.task_id)
+    finally:
+        _RunningJob.tag = None
+
+
+# -- never outliving the worker ----------------------------------------------------------------------
+
+
+def _follow_worker(worker_pid: int) -> None:
+    """Die with the worker: a parent-death SIGTERM, and a thread that watches the worker's pid."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the worker decides what a Ctrl-C means for its tasks
+    process_tree.set_parent_death_signal(signal.SIGTERM)
+    if os.getppid() != worker_pid:  # it died before the kernel was asked to tell us
+        _abandon()
+    threading.Thread(target=_watch_parent, args=(worker_pid,), name=WATCH_THREAD_NAME, daemon=True).start()
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM (the worker died, or someone stops the slot): the running task's tree goes with it."""
+    _abandon()
+
+
+def _watch_parent(worker_pid: int) -> None:
+    pidfd = _open_pidfd(worker_pid)
+    while os.getppid() == worker_pid:
+        if pidfd is not None:
+            select.select([pidfd], [], [])
+        else:
+            time.sleep(_PARENT_POLL_SECONDS)
+    _abandon()
+
+
+def _abandon() -> NoReturn:
+    """Kill the running task's tree and this slot's process group, then exit at once."""
+    process_tree.kill_tree(None, _RunningJob.tag)
+    try:
+        os.killpg(0, signal.SIGKILL)  # ourselves included, with whatever else stayed in the group
+    finally:
+        os._exit(_ORPHANED_EXIT_CODE)
+
+
+def _open_pidfd(pid: int) -> int | None:
+    pidfd_open = getattr(os, "pidfd_open", None)
+    try:
+        return int(pidfd_open(pid)) if pidfd_open is not None else None
+    except OSError:
+        return None
+
+
+def _threads_left_behind() -> bool:
+    """Whether the task left threads running (besides the main thread and the parent watch)."""
+    main = threading.main_thread()
+    return any(t is not main and t.name != WATCH_THREAD_NAME for t in threading.enumerate())
 
 
 def _restore_process_state(home: str, environment: dict[str, str]) -> None:

@@ -5,7 +5,8 @@ copy-on-write faults) on every task, which caps a large graph at a few hundred t
 slot is forked once and runs many tasks (see ``luigi.worker.slots.child``). A slot only runs tasks it
 already knows, so a task object reaches it exactly as the worker built it; for a task scheduled after the
 slot was forked, an idle slot is replaced by a fresh fork. A task that times out is killed with its slot
-and every process either started; a slot that dies is reported with its exit code. Exits are noticed
+and every process either started (found by the run's tag, ``luigi.worker.process_tree``); a slot that dies
+is reported with its exit code, and what its task started is killed. Exits are noticed
 through pidfds (or by polling), so nothing waits on a child that died without a word.
 """
 
@@ -20,10 +21,9 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import psutil
-
 from luigi.event import Event
 from luigi.task_status import FAILED
+from luigi.worker import process_tree
 from luigi.worker.slots.child import slot_main
 from luigi.worker.slots.pipe import JsonLineReader, JsonLineWriter
 from luigi.worker.task_process import FORWARDABLE_REPORTS, TaskOutcome, TaskProcess
@@ -40,6 +40,7 @@ _RETIRE_GRACE_SECONDS = 5.0
 class _Job:
     task_process: TaskProcess
     deadline: float | None
+    tag: str
     outcome: TaskOutcome | None = None
 
 
@@ -65,11 +66,11 @@ class TaskSlot:
         """Fork a slot that knows ``tasks``; ``fds_to_close`` are other slots' pipes, closed in the child."""
         job_read, job_write = os.pipe()
         result_read, result_write = os.pipe()
+        worker_pid = os.getpid()
         pid = os.fork()
         if pid == 0:
-            slot_main(
-                job_read, result_write, tasks, completion_cache, [job_write, result_read, *fds_to_close]
-            )
+            fds = [job_write, result_read, *fds_to_close]
+            slot_main(job_read, result_write, tasks, completion_cache, fds, worker_pid)
         os.close(job_read)
         os.close(result_write)
         try:
@@ -96,17 +97,17 @@ class TaskSlot:
     def exit_is_polled(self) -> bool:
         return self._pidfd is None and self.exitcode is None
 
-    def assign(self, task_process: TaskProcess, deadline: float | None) -> bool:
-        """Hand the slot a task to run; False if the slot cannot take it (it is then useless)."""
+    def assign(self, task_process: TaskProcess, deadline: float | None, tag: str) -> bool:
+        """Hand the slot a task to run, its processes tagged ``tag``; False if the slot cannot take it."""
         options = {  # not dataclasses.asdict: that would deep-copy the completion cache for every task
             field.name: getattr(task_process.options, field.name)
             for field in dataclasses.fields(task_process.options)
             if field.name not in ("completion_cache", "in_child_process")  # the slot has its own
         }
         job = {"kind": "job", "task_id": task_process.task.task_id, "timeout": task_process.timeout}
-        if not self._job_writer.send({**job, "options": options}):
+        if not self._job_writer.send({**job, "options": options, "tag": tag}):
             return False
-        self.job = _Job(task_process, deadline)
+        self.job = _Job(task_process, deadline, tag)
         return True
 
     def deliver_message(self, message: dict[str, Any]) -> bool:
@@ -149,11 +150,23 @@ class TaskSlot:
         return True
 
     def kill(self) -> None:
-        """Kill the slot and every process it started (a task over its time), then reap it."""
+        """Kill the slot and every process its task started (a task over its time), then reap it."""
+        tag = self.job.tag if self.job is not None else None
         if self.exitcode is None:
-            kill_process_tree(self.pid)
+            process_tree.kill_tree(self.pid, tag)
             self._reap(0)
+        elif tag is not None:
+            process_tree.kill_tree(None, tag)
         self._drain()
+
+    def kill_orphans(self) -> None:
+        """The slot died running a task: kill what that task started (its group and tagged processes)."""
+        if self.job is not None:
+            process_tree.kill_tree(None, self.job.tag)
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def retire(self) -> None:
         """Let an idle slot exit (it does on end of input), leaving alone what its tasks started."""
@@ -192,8 +205,10 @@ class TaskSlot:
 class SlotPool:
     """The worker's slots: hands out tasks, waits for them, turns exits and timeouts into outcomes."""
 
-    def __init__(self) -> None:
+    def __init__(self, worker_tag: str | None = None) -> None:
         self._slots: list[TaskSlot] = []
+        self.worker_tag = worker_tag or process_tree.worker_tag()  # every task run here is tagged under it
+        self._runs = 0
 
     def __len__(self) -> int:
         """How many tasks are running in slots."""
@@ -214,13 +229,15 @@ class SlotPool:
         completion_cache: dict[str, bool] | None,
     ) -> None:
         """Run ``task_process`` in an idle slot that knows its task, forking a fresh slot if none does."""
+        self._runs += 1
+        tag = process_tree.run_tag(self.worker_tag, self._runs)
         slot = self._idle_slot_knowing(task_process.task.task_id)
-        if slot is None or not slot.assign(task_process, deadline):
+        if slot is None or not slot.assign(task_process, deadline, tag):
             if slot is not None:
                 self._discard(slot)
             slot = TaskSlot.spawn(tasks, completion_cache, self._parent_fds())
             self._slots.append(slot)
-            if not slot.assign(task_process, deadline):
+            if not slot.assign(task_process, deadline, tag):
                 raise OSError(f"Could not hand {task_process.task} to a freshly forked task slot")
 
     def _idle_slot_knowing(self, task_id: str) -> TaskSlot | None:
@@ -256,6 +273,7 @@ class SlotPool:
             if job is not None and job.outcome is not None:
                 outcomes.append(job.outcome)
             elif job is not None and slot.exitcode is not None:
+                slot.kill_orphans()
                 outcomes.append(_outcome_of_dead_slot(job, slot.exitcode))
             elif job is not None and job.deadline is not None and now >= job.deadline:
                 slot.kill()
@@ -278,9 +296,12 @@ class SlotPool:
         self._slots.remove(slot)
 
     def shut_down(self) -> None:
-        """Retire idle slots and kill busy ones (the worker is stopping)."""
+        """Retire idle slots, kill busy ones, and whatever finished tasks left running (the worker stops)."""
+        ran_any = self._runs > 0
         for slot in list(self._slots):
             self._discard(slot)
+        if ran_any:
+            process_tree.kill_tree(None, self.worker_tag, prefix=True)
 
 
 def _exit_description(exitcode: int) -> str:
@@ -312,21 +333,8 @@ def _outcome_of_timed_out_job(job: _Job) -> TaskOutcome:
 
 
 def kill_process_tree(pid: int) -> None:
-    """SIGKILL ``pid``, its descendants, and its process group (which catches re-parented grandchildren)."""
-    try:
-        descendants = psutil.Process(pid).children(recursive=True)
-    except psutil.Error:
-        descendants = []
-    for process in descendants:
-        try:
-            process.kill()
-        except psutil.Error:
-            pass
-    for kill in (os.kill, os.killpg):
-        try:
-            kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    """SIGKILL ``pid``, its descendants and its process group (for callers outside the worker)."""
+    process_tree.kill_tree(pid, None)
 
 
 def _open_pidfd(pid: int) -> int | None:

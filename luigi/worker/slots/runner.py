@@ -31,12 +31,13 @@ class SlotRunner:
         options: TaskRunOptions,
         tasks: Mapping[str, Task],
         opened: Callable[[str], None],
+        worker_tag: str | None = None,
     ) -> None:
         self._scheduler = scheduler
         self._options = options
         self._tasks = tasks
         self._opened = opened
-        self.pool = SlotPool()
+        self.pool = SlotPool(worker_tag)
         self._unstarted: list[TaskOutcome] = []  # FAILED outcomes of tasks no slot could take
 
     def start(self, task: Task, timeout: float | None) -> None:

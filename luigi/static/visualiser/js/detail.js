@@ -151,5 +151,6 @@ function facts(task) {
     ['Resources held', format.resourcesText(task.resources_running) || '–'],
   ];
   if (task.upstream_status) rows.push(['Blocked by', label(task.upstream_status)]);
+  if (task.retry) rows.push(['Retry', `retry ${task.retry.number} of ${task.retry.of} at ${format.timestamp(task.retry.at)}`]);
   return el('dl', { class: 'facts' }, rows.map(([k, v]) => [el('dt', { text: k }), el('dd', {}, v)]));
 }

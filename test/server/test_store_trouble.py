@@ -1,0 +1,65 @@
+"""The state store under trouble (issue 16, point 5), on a real tmpfs that fills up.
+
+While luigid cannot write its state, mutating calls answer 503 with a clear error and reads go on; the
+cause is logged once; when space comes back, luigid resumes by itself. After a ``kill -9`` and a restart,
+every acknowledged change is there and the SQLite file passes its integrity check.
+"""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+from contextlib import suppress
+
+from helpers.luigid import running_luigid, wait_until
+from helpers.tmpfs import fill, tiny_tmpfs
+
+
+def _add(probe, task_id):
+    return probe.call("add_task", {"worker": "w", "task_id": task_id, "status": "PENDING", "runnable": True})
+
+
+def _known(probe):
+    reply = probe.call("task_list", {"status": "", "upstream_status": ""}, verb="GET")
+    assert reply.status == 200
+    return set(reply.json()["response"])
+
+
+def test_a_full_disk_refuses_changes_with_503_keeps_reads_and_resumes_losing_nothing(tmp_path):
+    with tiny_tmpfs(tmp_path / "state") as volume:
+        state = volume / "state.db"
+        acknowledged: set[str] = set()
+        with running_luigid(tmp_path, "--state-path", str(state)) as luigid:
+            probe = luigid.probe()
+            for i in range(20):
+                assert _add(probe, f"before_{i}").status == 200
+                acknowledged.add(f"before_{i}")
+            filler = fill(volume)
+            refused = None
+            for i in range(5000):  # SQLite may still have free pages for a while
+                reply = _add(probe, f"during_{i}")
+                if reply.status == 200:
+                    acknowledged.add(f"during_{i}")
+                    continue
+                refused = reply
+                break
+            assert refused is not None and refused.status == 503
+            error = refused.json()["error"]
+            assert error.startswith("luigid cannot save its state (") and "Free the disk" in error
+            assert _add(probe, "refused_again").status == 503
+            assert acknowledged <= _known(probe)  # reads keep working
+            assert luigid.logs().count("luigid cannot save its state") == 1
+            filler.unlink()
+            wait_until(lambda: "can save its state again" in luigid.logs(), timeout=30, what="resuming")
+            assert _add(probe, "after").status == 200
+            acknowledged.add("after")
+            luigid.stop(signal.SIGKILL)
+        check = sqlite3.connect(state)
+        try:
+            assert check.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        finally:
+            check.close()
+        with running_luigid(tmp_path, "--state-path", str(state)) as restarted:
+            assert acknowledged <= _known(restarted.probe())
+        with suppress(FileNotFoundError):
+            filler.unlink()
