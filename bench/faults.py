@@ -1,0 +1,103 @@
+"""The fault-injection suite by hand: ``python -m bench.faults --seeds 1-50``.
+
+Each seed runs a pipeline of a few hundred 20-200 ms tasks on three worker processes (two slots each)
+against a real luigid, under seeded faults (see ``test/faults/runner.py``), then prints one line per
+seed and a table: faults injected by kind, reruns a fault explains by kind, reruns nothing explains
+(must be 0), tasks lost (must be 0). Exits 1 if any seed showed a defect.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
+
+from faults import injectors  # noqa: E402
+from faults.runner import Result, run_faults  # noqa: E402
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``1-50``, ``3``, ``1,4,9-12``: the seeds to run."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        try:
+            seeds += range(int(low), int(high or low) + 1)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"bad seed range {part!r}: use e.g. 1-50 or 1,4,9-12") from None
+    return seeds
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.faults", description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=parse_seeds, default=parse_seeds("1-50"))
+    parser.add_argument("--tasks", type=int, default=300)
+    parser.add_argument("--workers", type=int, default=3, help="worker processes (two slots each)")
+    parser.add_argument("--faults", type=int, default=8, help="faults per seed")
+    parser.add_argument(
+        "--disk", choices=("auto", "yes", "no"), default="auto", help="include the full tmpfs (root only)"
+    )
+    return parser.parse_args(argv)
+
+
+def _print_seed(result: Result) -> None:
+    kinds = collections.Counter(fault.kind for fault in result.faults)
+    line = ", ".join(f"{kind} x{count}" for kind, count in sorted(kinds.items()))
+    print(
+        f"seed {result.seed:3d}: {result.seconds:5.1f}s, {result.verdict.runs} runs, "
+        f"{result.verdict.reruns} reruns, faults: {line or 'none'}"
+        + (f"; skipped: {', '.join(result.skipped)}" if result.skipped else "")
+        + f"; luigid RSS {result.rss_baseline >> 20}->{result.rss_final >> 20} MiB",
+        flush=True,
+    )
+    for defect in result.defects():
+        print(f"    DEFECT {defect}", flush=True)
+
+
+def _table(results: list[Result]) -> str:
+    injected = collections.Counter(fault.kind for result in results for fault in result.faults)
+    explained: collections.Counter[str] = collections.Counter()
+    for result in results:
+        explained.update(result.verdict.explained)
+    rows = ["| fault | injected | reruns it explains |", "|---|---:|---:|"]
+    rows += [f"| {kind} | {injected[kind]} | {explained[kind]} |" for kind in injectors.ALL_KINDS if injected[kind]]
+    unexplained = sum(len(result.verdict.unexplained) for result in results)
+    lost = sum(len(result.verdict.lost) for result in results)
+    rows.append(f"| **total** | {sum(injected.values())} | {sum(explained.values())} |")
+    summary = [
+        f"seeds: {len(results)}; task runs: {sum(result.verdict.runs for result in results)}",
+        f"reruns without cause: {unexplained}; tasks lost: {lost}",
+        f"orphaned processes: {sum(len(result.orphans) for result in results)}; "
+        f"seeds over the memory bound: {sum(not result.memory_ok() for result in results)}",
+    ]
+    return "\n".join(rows + [""] + summary)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    why_not = injectors.can_mount_tmpfs() if args.disk != "no" else "not asked for"
+    if args.disk == "yes" and why_not:
+        print(f"--disk yes: {why_not}; run as root where mount is allowed, or pass --disk no", file=sys.stderr)
+        return 2
+    kinds = injectors.BUILT_KINDS + ((injectors.DISK_FULL,) if not why_not else ())
+    if why_not and args.disk == "auto":
+        print(f"(no full-disk faults: {why_not})", flush=True)
+    results = []
+    for seed in args.seeds:
+        with tempfile.TemporaryDirectory(prefix=f"faults-{seed}-") as workdir:
+            result = run_faults(
+                Path(workdir), seed, args.tasks, args.workers, kinds, args.faults, disk=not why_not
+            )
+        _print_seed(result)
+        results.append(result)
+    print()
+    print(_table(results))
+    return 1 if any(result.defects() for result in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
