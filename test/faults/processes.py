@@ -27,7 +27,12 @@ worker_disconnect_delay = {DISCONNECT_DELAY}
 retry_delay = 1
 """
 
+# rpc_retry_wait below the disconnect delay: a worker riding out a luigid restart is back before luigid,
+# counting from its restart, takes it for dead and hands its tasks to others
 WORKER_CONFIG = f"""
+[core]
+rpc_retry_wait = 1
+
 [worker]
 keep_alive = true
 ping_interval = 0.5
