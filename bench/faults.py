@@ -61,27 +61,45 @@ def _print_seed(result: Result) -> None:
 def _table(results: list[Result]) -> str:
     injected = collections.Counter(fault.kind for result in results for fault in result.faults)
     explained: collections.Counter[str] = collections.Counter()
+    stale: collections.Counter[str] = collections.Counter()
     for result in results:
         explained.update(result.verdict.explained)
-    rows = ["| fault | injected | reruns it explains |", "|---|---:|---:|"]
-    rows += [f"| {kind} | {injected[kind]} | {explained[kind]} |" for kind in injectors.ALL_KINDS if injected[kind]]
+        stale.update(result.verdict.stale)
+    rows = [
+        "| fault | injected | reruns: its victim's run | reruns: a grant held across it |",
+        "|---|---:|---:|---:|",
+    ]
+    rows += [
+        f"| {kind} | {injected[kind]} | {explained[kind]} | {stale[kind]} |"
+        for kind in injectors.ALL_KINDS
+        if injected[kind]
+    ]
     unexplained = sum(len(result.verdict.unexplained) for result in results)
     lost = sum(len(result.verdict.lost) for result in results)
-    rows.append(f"| **total** | {sum(injected.values())} | {sum(explained.values())} |")
+    rows.append(
+        f"| **total** | {sum(injected.values())} | {sum(explained.values())} | {sum(stale.values())} |"
+    )
     summary = [
         f"seeds: {len(results)}; task runs: {sum(result.verdict.runs for result in results)}",
-        f"reruns without cause: {unexplained}; tasks lost: {lost}",
+        f"reruns without cause: {unexplained}; tasks lost: {lost}; "
+        f"seeds with a defect and a full-disk fault: {sum(_had_disk(r) for r in results if r.defects())}",
         f"orphaned processes: {sum(len(result.orphans) for result in results)}; "
         f"seeds over the memory bound: {sum(not result.memory_ok() for result in results)}",
     ]
     return "\n".join(rows + [""] + summary)
 
 
+def _had_disk(result: Result) -> bool:
+    return any(fault.kind == injectors.DISK_FULL for fault in result.faults)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
     why_not = injectors.can_mount_tmpfs() if args.disk != "no" else "not asked for"
     if args.disk == "yes" and why_not:
-        print(f"--disk yes: {why_not}; run as root where mount is allowed, or pass --disk no", file=sys.stderr)
+        print(
+            f"--disk yes: {why_not}; run as root where mount is allowed, or pass --disk no", file=sys.stderr
+        )
         return 2
     kinds = injectors.BUILT_KINDS + ((injectors.DISK_FULL,) if not why_not else ())
     if why_not and args.disk == "auto":

@@ -84,7 +84,7 @@ def judge(runs: list[Run], faults: list[Fault], seat_of: dict[int, int], missing
         by_task[run.task_id].append(run)
     for task_runs in by_task.values():
         task_runs.sort(key=lambda run: run.started)
-        for run, rerun in zip(task_runs, task_runs[1:]):
+        for run, rerun in zip(task_runs, task_runs[1:], strict=False):
             found = cause(run, rerun, faults, seat_of)
             stale = None if found is not None else stale_cause(rerun, faults, seat_of)
             if found is not None:
@@ -97,7 +97,9 @@ def judge(runs: list[Run], faults: list[Fault], seat_of: dict[int, int], missing
 
 
 def _describe(run: Run, rerun: Run, faults: list[Fault]) -> str:
-    near = [f"{f.kind} pid {f.pid} at {f.started:.3f}" for f in faults if abs(f.started - run.started) < WINDOW]
+    near = [
+        f"{f.kind} pid {f.pid} at {f.started:.3f}" for f in faults if abs(f.started - run.started) < WINDOW
+    ]
     return (
         f"{run.task_id} ran in pid {run.pid} (parent {run.ppid}) at {run.started:.3f} and again in pid "
         f"{rerun.pid} (parent {rerun.ppid}) at {rerun.started:.3f}; faults near: {', '.join(near) or 'none'}"

@@ -208,7 +208,9 @@ def can_mount_tmpfs() -> str | None:
 def mount_tmpfs(directory: Path, size: str) -> None:
     """``mount -t tmpfs -o size=<size>`` on ``directory``; OSError with mount's message if refused."""
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(directory)], capture_output=True, text=True
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(directory)],
+        capture_output=True,
+        text=True,
     )
     if done.returncode != 0:
         raise OSError(done.stderr.strip() or f"mount exited with {done.returncode}")

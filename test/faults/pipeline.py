@@ -54,7 +54,9 @@ _SOURCE = """
 def write_pipeline(directory: Path, tasks: int, seed: int) -> None:
     """Write the pipeline module of ``tasks`` steps (shape and durations from ``seed``) into ``directory``."""
     rng = random.Random(f"pipeline-{seed}")
-    deps = {i: sorted({rng.randrange(i) for _ in range(rng.randint(0, 2))}) if i else [] for i in range(tasks)}
+    deps = {
+        i: sorted({rng.randrange(i) for _ in range(rng.randint(0, 2))}) if i else [] for i in range(tasks)
+    }
     millis = [rng.randint(20, 200) for _ in range(tasks)]
     source = _SOURCE.format(deps=deps, millis=millis, outputs=OUTPUTS, markers=MARKERS)
     (directory / f"{MODULE}.py").write_text(textwrap.dedent(source))

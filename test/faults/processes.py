@@ -68,7 +68,9 @@ class Luigid:
         self.process = subprocess.Popen(argv, cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         probe = HttpProbe(port=self.port)
-        wait_until(lambda: self.process.poll() is not None or probe.health(), START_TIMEOUT, "luigid to answer")
+        wait_until(
+            lambda: self.process.poll() is not None or probe.health(), START_TIMEOUT, "luigid to answer"
+        )
         if self.process.poll() is not None:
             raise AssertionError(f"luigid exited with {self.process.returncode}: see {log.name}")
 

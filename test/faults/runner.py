@@ -26,7 +26,8 @@ from faults.injectors import BUILT_KINDS, Fault, Rig
 from faults.processes import Luigid, WorkerSeat
 
 TICK = 0.05  # the supervisor's pace
-NO_VICTIM_PATIENCE = 3.0  # how long a fault waits for a victim (a busy slot, a live worker) before it is skipped
+# how long a fault waits for a victim (a busy slot, a live worker) before it is skipped
+NO_VICTIM_PATIENCE = 3.0
 LEAVE_TIMEOUT = 60.0
 ORPHAN_TIMEOUT = 15.0
 TMPFS_SIZE = "24m"
@@ -74,7 +75,7 @@ class _Plan:
         order = [kinds[i % len(kinds)] for i in range(count)]
         rng.shuffle(order)
         shares = sorted(rng.uniform(0.05, 0.85) for _ in order)
-        return cls(list(zip(shares, order)))
+        return cls(list(zip(shares, order, strict=True)))
 
 
 def run_faults(
@@ -143,7 +144,9 @@ def _running_slots(workdir: Path, seats: list[WorkerSeat]) -> list[tuple[int, in
     ]
 
 
-def _supervise(workdir: Path, rig: Rig, plan: _Plan, rng: random.Random, result: Result, deadline: float) -> None:
+def _supervise(
+    workdir: Path, rig: Rig, plan: _Plan, rng: random.Random, result: Result, deadline: float
+) -> None:
     active: list[Fault] = []
     out = workdir / pipeline.OUTPUTS
     while time.monotonic() < deadline:

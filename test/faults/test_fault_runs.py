@@ -32,7 +32,8 @@ def test_under_every_built_fault_nothing_is_lost_and_no_task_runs_twice_without_
     kinds = injectors.BUILT_KINDS
     result = run_faults(tmp_path, seed, CI_TASKS, 3, kinds, faults=len(kinds), deadline=CI_DEADLINE)
     assert result.defects() == [], _report(result)
-    assert len(result.faults) >= len(kinds) - 2, _report(result)  # a fault with no victim at its moment is skipped
+    # a fault that finds no victim at its moment (no busy slot, no live worker) is skipped, rarely
+    assert len(result.faults) >= len(kinds) - 2, _report(result)
     assert result.verdict.runs >= CI_TASKS
 
 
@@ -55,3 +56,6 @@ def test_a_state_disk_that_fills_up_loses_nothing(tmp_path):
     result = run_faults(tmp_path, 3, CI_TASKS, 2, kinds, faults=3, disk=True, deadline=CI_DEADLINE)
     assert [fault.kind for fault in result.faults].count(injectors.DISK_FULL) >= 1, _report(result)
     assert result.defects() == [], _report(result)
+    # point 5: the cause logged once, in one line, not a traceback for every refused write
+    logs = "".join(path.read_text() for path in tmp_path.glob("luigid-*.log"))
+    assert "Traceback" not in logs and logs.count("No space left on device") <= 1
