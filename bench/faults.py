@@ -54,6 +54,11 @@ def _print_seed(result: Result) -> None:
         + f"; luigid RSS {result.rss_baseline >> 20}->{result.rss_final >> 20} MiB",
         flush=True,
     )
+    causes = dict(result.verdict.explained)
+    stale = dict(result.verdict.stale)
+    if causes or stale:
+        held = f"; by a grant held across a cut-off: {stale}" if stale else ""
+        print(f"    reruns by cause: {causes}{held}")
     for defect in result.defects():
         print(f"    DEFECT {defect}", flush=True)
 

@@ -1,13 +1,13 @@
 """After a fault run: which reruns a fault explains, which nothing explains (defects), which tasks are lost.
 
-A run of a task that was followed by another run is explained when a cutting fault hit the process that
-ran it (its slot killed; its worker killed, stopped or sent SIGTERM; its worker's connection dropped or
-blackholed) between ``SLACK`` seconds before it started and ``WINDOW`` seconds after, and before the
-next run began. A rerun is also explained when its own worker was cut off and lived on (stopped then
-continued, its connection dropped or blackholed) and it started the task by the end of that fault plus
-``STALE_SLACK``: a grant made before the cut that the worker still acted on; these are counted apart, as
-leases (issue 16, point 4) are meant to stop them. A luigid kill or a full state disk explain nothing:
-the scheduler must come back on its state and hand out nothing twice.
+A run of a task that was followed by another run is explained when a cutting fault hit the process that ran
+it (its slot killed; its worker killed, stopped or sent SIGTERM; its worker's connection dropped or
+blackholed for about the disconnect delay or longer) between ``SLACK`` seconds before it started and
+``WINDOW`` seconds after, and before the next run began. A rerun is also explained when its own worker was
+cut off and lived on (stopped then continued, its connection dropped or blackholed) and it started the task
+by the end of that fault plus ``STALE_SLACK``: a grant made before the cut that the worker still acted on;
+these are counted apart, as leases (issue 16, point 4) are meant to stop them. A luigid kill or a full state
+disk explain nothing: the scheduler must come back on its state and hand out nothing twice.
 """
 
 from __future__ import annotations
@@ -17,10 +17,14 @@ from dataclasses import dataclass, field
 
 from faults.injectors import CUTTING, KILL_SLOT, PROXY_BLACKHOLE, PROXY_DROP, RESUMING, Fault
 from faults.pipeline import Run
+from faults.processes import DISCONNECT_DELAY
 
 SLACK = 1.0  # a slot may start a task its worker was granted just before the worker was cut off
 WINDOW = 15.0  # a fault this long after a run began cannot be why it ran again (it was long reported)
 STALE_SLACK = 2.0  # how soon after a cut-off worker is back it acts on the grants it held
+# a connection fault cuts a worker off only if it lasts about the disconnect delay: the worker is back at
+# most this long after the proxy forwards again (its retries are at most rpc_retry_wait = 1 s apart)
+RECONNECT_SLACK = 1.5
 
 
 @dataclass
@@ -47,7 +51,7 @@ def _hits(fault: Fault, run: Run, worker_pid: int, seat: int | None) -> bool:
     if fault.kind == KILL_SLOT:
         return fault.pid == run.pid
     if fault.kind in (PROXY_DROP, PROXY_BLACKHOLE):
-        return fault.seat == seat
+        return fault.seat == seat and _ended(fault) - fault.started + RECONNECT_SLACK >= DISCONNECT_DELAY
     return fault.pid == worker_pid
 
 

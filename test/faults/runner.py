@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import signal
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -100,9 +101,12 @@ def run_faults(
             result.rss_baseline = luigid.rss()
             with TcpProxy(luigid.port).running() as proxy:
                 rig = _rig(workdir, luigid, proxy, seats, state_dir if disk else None)
-                _supervise(workdir, rig, _Plan.draw(rng, kinds, faults), rng, result, began + deadline)
-                result.lingering = _wait_workers_leave(rig)
-                result.rss_final = luigid.rss() if luigid.process and luigid.process.poll() is None else 0
+                try:
+                    _supervise(workdir, rig, _Plan.draw(rng, kinds, faults), rng, result, began + deadline)
+                    result.lingering = _wait_workers_leave(rig)
+                    result.rss_final = luigid.rss() if luigid.process and luigid.process.poll() is None else 0
+                finally:
+                    _end_everything(rig)
         finally:
             luigid.stop()
     _judge(workdir, rig, result)
@@ -196,6 +200,18 @@ def _wait_workers_leave(rig: Rig) -> list[int]:
     for seat in rig.seats:
         seat.end()
     return lingering
+
+
+def _end_everything(rig: Rig) -> None:
+    """Whatever happened (an interrupt, a failed start): no fault left on, no worker left running."""
+    for seat in rig.seats:
+        if seat.process is not None and seat.running():
+            seat.signal(signal.SIGCONT)
+            seat.signal(signal.SIGKILL)
+            seat.process.wait()
+    rig.proxy.restore()
+    for filler in rig.filler:
+        filler.unlink(missing_ok=True)
 
 
 def _judge(workdir: Path, rig: Rig, result: Result) -> None:

@@ -152,5 +152,11 @@ def test_a_proxy_fault_explains_reruns_of_the_seat_behind_it_only():
     assert len(analysis.judge(runs, [on_b], SEATS, missing=[]).unexplained) == 1
 
 
+def test_a_connection_fault_too_short_to_cut_the_worker_off_explains_nothing():
+    runs = [_run(101, WORKER_A, 10.0), _run(201, WORKER_B, 20.0)]
+    blip = _fault(injectors.PROXY_DROP, 10.1, seat=0, hold=0.5)
+    assert len(analysis.judge(runs, [blip], SEATS, missing=[]).unexplained) == 1
+
+
 def test_missing_outputs_are_lost_tasks():
     assert analysis.judge([], [], SEATS, missing=[3, 7]).lost == [3, 7]
