@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -59,6 +60,9 @@ def _print_seed(result: Result) -> None:
     if causes or stale:
         held = f"; by a grant held across a cut-off: {stale}" if stale else ""
         print(f"    reruns by cause: {causes}{held}")
+    for fault in result.faults:
+        if "failed starts" in fault.note:
+            print(f"    luigid {fault.note}", flush=True)
     for defect in result.defects():
         print(f"    DEFECT {defect}", flush=True)
 
@@ -110,16 +114,26 @@ def main(argv: list[str] | None = None) -> int:
     if why_not and args.disk == "auto":
         print(f"(no full-disk faults: {why_not})", flush=True)
     results = []
+    crashed = []
     for seed in args.seeds:
-        with tempfile.TemporaryDirectory(prefix=f"faults-{seed}-") as workdir:
-            result = run_faults(
-                Path(workdir), seed, args.tasks, args.workers, kinds, args.faults, disk=not why_not
-            )
+        workdir = Path(tempfile.mkdtemp(prefix=f"faults-{seed}-"))
+        try:
+            result = run_faults(workdir, seed, args.tasks, args.workers, kinds, args.faults, disk=not why_not)
+        except Exception as exc:  # a run that could not finish is reported, and the next seed goes on
+            print(f"seed {seed:3d}: the run broke off: {exc}; kept {workdir}", flush=True)
+            crashed.append(seed)
+            continue
         _print_seed(result)
         results.append(result)
+        if result.defects():
+            print(f"    kept {workdir}", flush=True)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
     print()
     print(_table(results))
-    return 1 if any(result.defects() for result in results) else 0
+    if crashed:
+        print(f"runs that broke off: seeds {crashed}")
+    return 1 if crashed or any(result.defects() for result in results) else 0
 
 
 if __name__ == "__main__":

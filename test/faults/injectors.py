@@ -31,6 +31,8 @@ PROXY_DROP = "proxy drop"
 PROXY_BLACKHOLE = "proxy blackhole"
 DISK_FULL = "state disk full"
 
+RESTART_PATIENCE = 60.0  # how long luigid may keep failing to start before the run gives up
+
 BUILT_KINDS = (KILL_LUIGID, KILL_WORKER, KILL_SLOT, STOP_WORKER, TERM_WORKER, PROXY_DROP, PROXY_BLACKHOLE)
 ALL_KINDS = (*BUILT_KINDS, DISK_FULL)
 # the faults that cut a process off its task: a rerun of a task its victim ran is explained
@@ -93,8 +95,19 @@ def _kill_luigid(rig: Rig, rng: random.Random) -> Fault:
 
 
 def _restart_luigid(fault: Fault, rig: Rig) -> None:
-    rig.luigid.start()
-    fault.note = f"restarted as pid {rig.luigid.pid}"
+    """Start luigid again, and again while it exits at once (the state disk may still be full), as a
+    supervisor would; the failed starts are noted on the fault."""
+    deadline = time.monotonic() + RESTART_PATIENCE
+    failed = 0
+    while True:
+        try:
+            rig.luigid.start()
+            break
+        except AssertionError:
+            failed += 1
+            if time.monotonic() > deadline:
+                raise
+    fault.note = f"restarted as pid {rig.luigid.pid}" + (f" after {failed} failed starts" if failed else "")
 
 
 def _signal_worker(kind: str, signum: int, hold: float) -> Callable[[Rig, random.Random], Fault | None]:
