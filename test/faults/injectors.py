@@ -166,11 +166,10 @@ def _fill_disk(rig: Rig, rng: random.Random) -> Fault | None:
     fault = Fault(DISK_FULL, time.time(), rng.uniform(1.0, 4.0))
     filler = rig.disk / f"filler-{len(rig.filler)}"
     rig.filler.append(filler)
-    with filler.open("wb") as out:
+    with filler.open("wb", buffering=0) as out:  # unbuffered: closing it has nothing left to write
         try:
             while True:
                 out.write(b"\0" * 65536)
-                out.flush()
         except OSError as exc:
             if exc.errno != errno.ENOSPC:
                 raise
