@@ -3,7 +3,9 @@
 A request that got no answer, or a 5xx one, is asked again up to ``[core] rpc_retry_attempts`` times,
 waiting at most ``[core] rpc_retry_wait`` seconds between attempts. With a ride-out
 (``[worker] scheduler_unreachable_timeout``, which ``luigi.build`` gives the client of its worker) it then
-keeps asking, at most ``MAX_BACKOFF`` seconds apart, until the scheduler has been unreachable that long:
+keeps asking, at most ``MAX_BACKOFF`` seconds apart (or ``rpc_retry_wait``, if lower, so that a worker can
+be back within a short ``worker_disconnect_delay`` of a restart), until the scheduler has been unreachable
+that long:
 Luigi's worker exits at once instead (a ride-out of 0). Answers refusing a request are never retried.
 """
 
@@ -131,7 +133,7 @@ class RetryPolicy:
         number = self.attempts - 1
         while self.clock() - started < self.ride_out:
             number += 1
-            self.sleep(retry_delay(number, MAX_BACKOFF, self.rng))
+            self.sleep(retry_delay(number, self._ride_out_cap(), self.rng))
             try:
                 result = attempt()
             except TransientError as exc:
@@ -142,6 +144,10 @@ class RetryPolicy:
             return result
         rpc_logger().error("Scheduler still unreachable after %g s; giving up", self.clock() - started)
         raise error
+
+    def _ride_out_cap(self) -> float:
+        """The longest wait between ride-out attempts: ``MAX_BACKOFF``, or the ordinary cap if lower."""
+        return min(MAX_BACKOFF, self.wait) if self.wait > 0 else MAX_BACKOFF
 
     def _gave_up(self, failure: BaseException | None) -> RPCError:
         status = failure.status if isinstance(failure, SchedulerHTTPError) else None

@@ -239,7 +239,10 @@ class Worker:
         return not self._stop_requesting_work
 
     def _stop_now(self) -> None:
-        """The grace is over or a second signal came: interrupt a task running in this process."""
+        """The grace is over or a second signal came: interrupt a task running in this process, and stop
+        riding out an unreachable scheduler (a call gives up after its ordinary attempts)."""
+        if isinstance(self._scheduler, RemoteScheduler):
+            self._scheduler.unreachable_timeout = 0.0
         if self._in_process is not None:
             self._in_process.stop_now()
 

@@ -121,6 +121,21 @@ def test_the_backoff_grows_and_stays_capped_with_jitter(tmp_path, clock):
     assert len(set(clock.sleeps)) > 1
 
 
+def test_a_lower_rpc_retry_wait_caps_the_ride_out_too(tmp_path, clock):
+    # a worker must be back within a short worker_disconnect_delay of a restart, or its tasks go to others
+    with RestartingLuigid({"get_work": 12}) as server:
+        server_client = client_of(server, clock, retry_wait=1.0)
+        ReconnectMarker.root_dir, ReconnectMarker.runs = str(tmp_path), 0
+        try:
+            with Worker(scheduler=server_client, lookahead=False) as worker:
+                assert worker.add(ReconnectMarker(n=1))
+                assert worker.run()
+        finally:
+            server.failures.clear()
+            server_client.close()
+    assert len(clock.sleeps) >= 11 and max(clock.sleeps) <= 1.0
+
+
 def test_held_add_task_and_add_worker_calls_are_ridden_out_with_the_call_that_carries_them(tmp_path, clock):
     with RestartingLuigid({"add_task": 2, "add_worker": 3}) as server:
         assert run_worker(server, clock, tmp_path)
