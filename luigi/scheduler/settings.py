@@ -31,8 +31,16 @@ BACKOFFS = (BACKOFF_FIXED, BACKOFF_LINEAR, BACKOFF_EXPONENTIAL)
 
 
 class RetryPolicy(NamedTuple):
-    """When repeated failures disable a task, and how long a failed task waits before its retry: the
-    scheduler defaults, overlaid per task. ``retry_delay`` None: the scheduler's ``retry_delay``."""
+    """Luigi's ``luigi.scheduler.RetryPolicy``: when repeated failures disable a task."""
+
+    retry_count: int
+    disable_hard_timeout: int
+    disable_window: int
+
+
+class TaskRetryPolicy(NamedTuple):
+    """What the scheduler keeps per task: Luigi's ``RetryPolicy`` fields, then how long a failed task
+    waits before its retry (ours). ``retry_delay`` None: the scheduler's ``retry_delay``."""
 
     retry_count: int
     disable_hard_timeout: int
@@ -165,9 +173,9 @@ class SchedulerConfig:
         _check_overrides(overrides)
         return dataclasses.replace(self, **_typed_overrides(overrides))
 
-    def retry_policy(self) -> RetryPolicy:
+    def retry_policy(self) -> TaskRetryPolicy:
         """The scheduler-wide retry policy."""
-        return RetryPolicy(
+        return TaskRetryPolicy(
             self.retry_count,
             self.disable_hard_timeout,
             self.disable_window,
@@ -177,7 +185,7 @@ class SchedulerConfig:
             self.retry_jitter,
         )
 
-    def retry_policy_for(self, task_policy: Mapping[str, Any] | None) -> RetryPolicy:
+    def retry_policy_for(self, task_policy: Mapping[str, Any] | None) -> TaskRetryPolicy:
         """The scheduler policy overlaid with a task's non-None ``retry_policy_dict`` values."""
         if not task_policy:
             return self.retry_policy()
@@ -193,7 +201,7 @@ class SchedulerConfig:
             raise ValueError(
                 f"retry_backoff must be one of {', '.join(BACKOFFS)}, got {policy['retry_backoff']!r}"
             )
-        return RetryPolicy(**policy)
+        return TaskRetryPolicy(**policy)
 
 
 def _read_option(parser: Any, name: str, kind: str) -> tuple[bool, Any]:

@@ -6,7 +6,8 @@ import pytest
 
 from luigi import configuration
 from luigi.metrics import MetricsCollectors
-from luigi.scheduler import ManualClock, RetryPolicy, Scheduler, SchedulerConfig
+from luigi.scheduler import ManualClock, Scheduler, SchedulerConfig
+from luigi.scheduler.settings import TaskRetryPolicy
 
 
 def use_config(tmp_path, text: str) -> None:
@@ -54,7 +55,7 @@ def test_legacy_option_names_are_still_read(tmp_path):
         config = SchedulerConfig.from_config()
     messages = {str(warning.message) for warning in caught}
     assert "Config option [scheduler] disable-num-failures is deprecated; write it as retry_count" in messages
-    assert config.retry_policy() == RetryPolicy(
+    assert config.retry_policy() == TaskRetryPolicy(
         retry_count=4, disable_hard_timeout=999999999, disable_window=50
     )
 

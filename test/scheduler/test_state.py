@@ -6,7 +6,7 @@ from __future__ import annotations
 from helpers.scheduler import WORKER, make_scheduler
 
 from luigi.scheduler.model.changes import ChangeSet
-from luigi.scheduler.settings import RetryPolicy
+from luigi.scheduler.settings import TaskRetryPolicy
 
 
 def tracked_scheduler():
@@ -59,7 +59,7 @@ def test_operator_writes_to_a_running_task_are_marked():
 def test_a_failure_outside_the_window_is_forgotten_when_the_next_one_is_recorded():
     sch, state, clock = tracked_scheduler()
     task = state.tasks["A"]
-    task.retry_policy = RetryPolicy(retry_count=3, disable_hard_timeout=10**9, disable_window=100)
+    task.retry_policy = TaskRetryPolicy(retry_count=3, disable_hard_timeout=10**9, disable_window=100)
     state.record_failure(task, clock())
     clock.advance(150)
     state.record_failure(task, clock())

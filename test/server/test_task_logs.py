@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -237,3 +238,20 @@ def test_old_logs_are_deleted_after_keep_days(tmp_path: Path) -> None:
     assert store.read("Old", None, 0)["attempts"] == []
     assert store.read("New", None, 0)["chunk"] == "new run"
     assert len(os.listdir(tmp_path / "logs")) == 1
+
+
+def test_a_log_disk_that_refuses_writes_costs_the_logs_only(tmp_path: Path, caplog) -> None:
+    from luigi.scheduler import Scheduler
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    now = 1_000_000.0
+    segment = logs / (time.strftime("%Y-%m-%d", time.gmtime(now)) + ".log.jsonl")
+    store = TaskLogStore(str(logs), keep_days=0)
+    segment.symlink_to("/dev/full")  # every write to it: ENOSPC, as on a full disk
+    scheduler = Scheduler(task_logs=store, clock=lambda: now)
+    for n in range(3):
+        scheduler.append_task_log("T", "w", f"run-{n}", 0, "x" * 10000, True)
+        scheduler.flush()  # the state's flush goes on: it raises nothing
+    errors = [r for r in caplog.records if "Task logs are not kept" in r.getMessage()]
+    assert len(errors) == 1 and "No space left on device" in errors[0].getMessage()

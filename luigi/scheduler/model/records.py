@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from luigi.scheduler.settings import RetryPolicy
+from luigi.scheduler.settings import TaskRetryPolicy
 from luigi.task_status import FAILED, PENDING
 
 PUBLIC_VISIBILITY = 0
@@ -34,7 +34,7 @@ class TaskRecord:
     status: str
     created: float
     updated: float
-    retry_policy: RetryPolicy
+    retry_policy: TaskRetryPolicy
     deps: set[str] = field(default_factory=set)
     priority: float = 0
     family: str = ""

@@ -27,7 +27,7 @@ from luigi.scheduler.model.records import (
     WorkerRecord,
     resource_key,
 )
-from luigi.scheduler.settings import RetryPolicy, SchedulerConfig
+from luigi.scheduler.settings import SchedulerConfig, TaskRetryPolicy
 from luigi.task_status import BATCH_RUNNING, DISABLED, DONE, FAILED, PENDING, RUNNING, UNKNOWN
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class PlainFields(TypedDict, total=False):
     owners: list[str]
     status_message: str | None
     progress_percentage: Any
-    retry_policy: RetryPolicy
+    retry_policy: TaskRetryPolicy
 
 
 class SchedulerState:
@@ -110,7 +110,7 @@ class SchedulerState:
         self,
         task_id: str,
         status: str,
-        retry_policy: RetryPolicy,
+        retry_policy: TaskRetryPolicy,
         *,
         deps: Iterable[str] | None = None,
         priority: float = 0,

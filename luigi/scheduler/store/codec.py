@@ -16,12 +16,12 @@ from typing import Any, NoReturn, cast
 
 from luigi.scheduler.model.records import TaskRecord, WorkerRecord
 from luigi.scheduler.model.state import STATUSES
-from luigi.scheduler.settings import RetryPolicy
+from luigi.scheduler.settings import TaskRetryPolicy
 from luigi.scheduler.store.base import CorruptStateError
 
 # Field kinds: "key" (text primary key), "text", "time" (a float), "bool", "status", and JSON kinds:
 # "json" (any value), "dict", "list", "set" (of text), "ordered" (text keys of an ordered dict),
-# "times" (list of floats), "policy" (a RetryPolicy), "number", "texts" (list of text).
+# "times" (list of floats), "policy" (a TaskRetryPolicy), "number", "texts" (list of text).
 # A trailing "?" allows None.
 TASK_FIELDS: tuple[tuple[str, str], ...] = (
     ("id", "key"),
@@ -167,7 +167,7 @@ def _encode_ordered(value: Any) -> str:
 
 
 # A policy with these backoff fields is stored in the old three-number form.
-_DEFAULT_BACKOFF = tuple(RetryPolicy._field_defaults[name] for name in RetryPolicy._fields[3:])
+_DEFAULT_BACKOFF = tuple(TaskRetryPolicy._field_defaults[name] for name in TaskRetryPolicy._fields[3:])
 
 
 def _encode_policy(value: Any) -> str:
@@ -352,13 +352,15 @@ def _times(value: Any) -> list[Any]:
     return [_number(item) for item in value] if isinstance(value, list) else _fail(value, "a list of times")
 
 
-def _policy(value: Any) -> RetryPolicy:
+def _policy(value: Any) -> TaskRetryPolicy:
     if isinstance(value, list) and len(value) == 3:
-        return RetryPolicy(*(_number(item) for item in value))
+        return TaskRetryPolicy(*(_number(item) for item in value))
     if isinstance(value, list) and len(value) == 7 and isinstance(value[3], str):
         delay = None if value[4] is None else _number(value[4])
         count, hard_timeout, window = (_number(item) for item in value[:3])
-        return RetryPolicy(count, hard_timeout, window, value[3], delay, _number(value[5]), _number(value[6]))
+        return TaskRetryPolicy(
+            count, hard_timeout, window, value[3], delay, _number(value[5]), _number(value[6])
+        )
     return _fail(value, "[retry_count, disable_hard_timeout, disable_window] (+ the four backoff fields)")
 
 

@@ -61,6 +61,7 @@ class TaskLogStore:
         self._by_run: dict[tuple[str, str], RunLog] = {}
         self._segment_name = ""
         self._segment: IO[bytes] | None = None
+        self._failing = False  # the directory refused a write (disk full): said once, until it works again
         os.makedirs(directory, exist_ok=True)
         self._load()
 
@@ -87,10 +88,28 @@ class TaskLogStore:
         return log
 
     def _write(self, record: dict[str, Any], log: RunLog) -> None:
-        segment = self._open_segment(float(record["s"]))
-        position = segment.tell()
-        segment.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
+        """Append one record; a disk that refuses it costs that chunk only (logged once), never the state."""
+        try:
+            segment = self._open_segment(float(record["s"]))
+            position = segment.tell()
+            segment.write(
+                json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+            )
+        except OSError as exc:
+            self._failed(exc)
+            return
         self._index(record, log, self._segment_name, position)
+
+    def _failed(self, exc: OSError) -> None:
+        if not self._failing:
+            logger.error("Task logs are not kept while %s cannot be written: %s", self._directory, exc)
+        self._failing = True
+        if self._segment is not None:
+            try:
+                self._segment.close()  # a half-written line is skipped when the segment is read again
+            except OSError:
+                pass
+            self._segment = None
 
     def _index(self, record: dict[str, Any], log: RunLog, segment: str, position: int) -> None:
         size = len(str(record.get("d", "")).encode("utf-8"))
@@ -104,7 +123,6 @@ class TaskLogStore:
     def _open_segment(self, now: float) -> IO[bytes]:
         name = time.strftime("%Y-%m-%d", time.gmtime(now)) + _SEGMENT_SUFFIX
         if self._segment is None or name != self._segment_name:
-            self.flush()
             if self._segment is not None:
                 self._segment.close()
             self._segment = open(os.path.join(self._directory, name), "ab")
@@ -113,12 +131,23 @@ class TaskLogStore:
 
     def flush(self) -> None:
         """Hand what was appended to the operating system (``luigid`` calls it after each request)."""
-        if self._segment is not None:
+        if self._segment is None:
+            return
+        try:
             self._segment.flush()
+        except OSError as exc:
+            self._failed(exc)
+            return
+        if self._failing:
+            self._failing = False
+            logger.info("Task logs are kept again in %s", self._directory)
 
     def close(self) -> None:
         if self._segment is not None:
-            self._segment.close()
+            try:
+                self._segment.close()
+            except OSError as exc:
+                self._failed(exc)
             self._segment = None
 
     # -- reading --------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ import math
 
 import pytest
 
-from luigi.scheduler import ManualClock, RetryPolicy, Scheduler, SchedulerConfig, TaskRecord, WorkerRecord
+from luigi.scheduler import ManualClock, Scheduler, SchedulerConfig, TaskRecord, WorkerRecord
+from luigi.scheduler.settings import TaskRetryPolicy
 from luigi.scheduler.store import CorruptStateError, SqlStore, codec, schema
 
 
@@ -69,7 +70,9 @@ def test_infinite_priorities_and_batch_sizes_survive_a_restart(tmp_path):
 
 def test_a_bad_value_names_the_table_row_and_column():
     row = codec.task_row(
-        TaskRecord(id="T1", status="PENDING", created=1.0, updated=1.0, retry_policy=RetryPolicy(3, 10, 100))
+        TaskRecord(
+            id="T1", status="PENDING", created=1.0, updated=1.0, retry_policy=TaskRetryPolicy(3, 10, 100)
+        )
     )
     row["deps"] = '{"not": "a list"}'
     with pytest.raises(CorruptStateError, match=r"tasks row 'T1' column deps: .*expected a list of strings"):

@@ -20,7 +20,7 @@ import pytest
 
 from luigi.scheduler import ManualClock, Scheduler, SchedulerConfig
 from luigi.scheduler.model.records import TaskRecord, WorkerRecord
-from luigi.scheduler.settings import RetryPolicy
+from luigi.scheduler.settings import TaskRetryPolicy
 from luigi.scheduler.store import CorruptStateError, SqlStore, StateStoreError, codec
 from luigi.scheduler.store import journal as journal_module
 from luigi.scheduler.store import sql as sql_module
@@ -29,7 +29,7 @@ from luigi.scheduler.store.rows import RowChanges
 
 START = 1_000_000.0
 WORKER = "w1"
-POLICY = RetryPolicy(retry_count=3, disable_hard_timeout=999999999, disable_window=3600)
+POLICY = TaskRetryPolicy(retry_count=3, disable_hard_timeout=999999999, disable_window=3600)
 
 
 @pytest.fixture
