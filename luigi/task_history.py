@@ -43,6 +43,24 @@ class HistoryStatus:
         return self.dropped + self.rejected
 
 
+class StoredTask:
+    """A task as a history records it (Luigi's name): its record, status, host; ``record_id`` once saved."""
+
+    def __init__(self, task: Any, status: str, host: str | None = None) -> None:
+        self._task = task
+        self.status = status
+        self.host = host
+        self.record_id: int | None = None
+
+    @property
+    def task_family(self) -> str:
+        return str(self._task.family)
+
+    @property
+    def parameters(self) -> Any:
+        return self._task.params
+
+
 class TaskHistory(abc.ABC):
     """Receives PENDING, RUNNING and finished (DONE or FAILED) events for every scheduled task."""
 
