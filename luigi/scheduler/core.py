@@ -176,8 +176,6 @@ class Scheduler:
         if changes is not None and changes:
             self._store.record_changes(self._state, changes)
             changes.clear()
-        if self._task_logs is not None:
-            self._task_logs.flush()
 
     def checkpoint(self, due_only: bool = False, limit: int | None = None) -> None:
         """Fold journaled changes into the database, off the request path: all of them, or the oldest
@@ -186,6 +184,8 @@ class Scheduler:
 
         Raises StateStoreError when the database cannot be written; the journal keeps the changes.
         """
+        if self._task_logs is not None:
+            self._task_logs.flush()  # logs are not the state: written on this timer, not at each request
         self._store.fold(due_only, limit)
 
     def dump(self) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import fcntl
 import os
 import select
 import sys
@@ -23,6 +24,10 @@ from collections.abc import Callable, Iterator
 # A chunk is sent once this much is buffered, or when the oldest buffered output is this old.
 CHUNK_BYTES = 64 * 1024
 SHIP_EVERY_SECONDS = 0.5
+# After output arrives the copying thread waits this long before reading, so that it wakes once per batch
+# of lines rather than once per line: each wake-up takes the GIL from the task's own thread.
+GATHER_SECONDS = 0.05
+PIPE_BYTES = 1024 * 1024  # asked for each pipe (Linux), so a chatty task rarely waits for the thread
 _READ_BYTES = 65536
 
 # ``send(run, offset, chunk, ended)``: offset is where ``chunk`` starts, in UTF-8 bytes of the run's log.
@@ -100,6 +105,7 @@ class OutputCapture:
         self._pipes = [os.pipe(), os.pipe()]  # (read end, write end) for stdout, then stderr
         for read_end, _ in self._pipes:
             os.set_blocking(read_end, False)
+            _enlarge(read_end)
         self._lock = threading.Lock()
         self._sink: TaskLogSink | None = None
         threading.Thread(target=self._copy_forever, name="luigi-output-capture", daemon=True).start()
@@ -140,7 +146,9 @@ class OutputCapture:
     def _copy_forever(self) -> None:
         read_ends = [read_end for read_end, _ in self._pipes]
         while True:
-            select.select(read_ends, [], [], SHIP_EVERY_SECONDS)
+            ready, _, _ = select.select(read_ends, [], [], SHIP_EVERY_SECONDS)
+            if ready:
+                time.sleep(GATHER_SECONDS)
             with self._lock:
                 self._drain()
                 if self._sink is not None:
@@ -159,6 +167,15 @@ class OutputCapture:
                 _write_all(original, data)
                 if self._sink is not None:
                     self._sink.feed(data)
+
+
+def _enlarge(fd: int) -> None:
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if set_size is not None:
+        try:
+            fcntl.fcntl(fd, set_size, PIPE_BYTES)
+        except OSError:  # above the system's limit: the default size works, only more slowly for floods
+            pass
 
 
 def _write_all(fd: int, data: bytes) -> None:
