@@ -199,6 +199,16 @@ def _flush_stdio() -> None:
 
 def captured_output(send: SendChunk, max_bytes: int) -> contextlib.AbstractContextManager[object]:
     """Capture a run's output into a new log sent by ``send``; nothing is captured when ``max_bytes`` <= 0."""
-    if max_bytes <= 0:
+    if max_bytes <= 0 or not _has_console():
         return contextlib.nullcontext()
     return OutputCapture.current().capturing(TaskLogSink(send, max_bytes))
+
+
+def _has_console() -> bool:
+    """Whether descriptors 1 and 2 are open (a daemon may have closed them: then nothing is captured)."""
+    try:
+        os.fstat(1)
+        os.fstat(2)
+    except OSError:
+        return False
+    return True
