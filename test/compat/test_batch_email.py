@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from helpers.luigid import running_luigid
+from helpers.scheduler import HeldSchedulerFactory as Factory
 from helpers.smtp_server import Mailbox, smtp_on_localhost
 
 import luigi
@@ -22,7 +23,6 @@ import luigi.batch_notifier
 import luigi.scheduler
 from luigi import configuration
 from luigi.batch_notifier import BatchNotifier
-from luigi.interface import _WorkerSchedulerFactory
 from luigi.rpc import RemoteScheduler
 from luigi.scheduler import Scheduler
 
@@ -190,16 +190,6 @@ class Explodes(luigi.Task):
 
     def complete(self) -> bool:
         return False
-
-
-class Factory(_WorkerSchedulerFactory):
-    """Hands ``luigi.build`` the scheduler the test holds."""
-
-    def __init__(self, scheduler: Scheduler) -> None:
-        self.scheduler = scheduler
-
-    def create_local_scheduler(self) -> Scheduler:
-        return self.scheduler
 
 
 def test_real_failures_through_a_scheduler_are_summarised_when_it_is_dumped(mailbox):

@@ -20,6 +20,7 @@ from typing import Any
 import prometheus_client
 import pytest
 from helpers.luigid import LUIGID, luigid_env, probe_for, running_luigid, serving_in_thread, wait_until
+from helpers.scheduler import HeldSchedulerFactory as Factory
 from prometheus_client.parser import text_string_to_metric_families
 
 import luigi
@@ -27,7 +28,6 @@ import luigi.server
 from luigi import configuration
 from luigi.contrib.datadog_metric import DataDogMetricsCollector
 from luigi.contrib.prometheus_metric import PrometheusMetricsCollector
-from luigi.interface import _WorkerSchedulerFactory
 from luigi.metrics import MetricsCollector, MetricsCollectors, NoMetricsCollector
 from luigi.scheduler import Scheduler
 from luigi.server import MetricsHandler, ServerSettings
@@ -168,14 +168,6 @@ class Fails(luigi.Task):
 
     def complete(self) -> bool:
         return False
-
-
-class Factory(_WorkerSchedulerFactory):
-    def __init__(self, scheduler: Scheduler) -> None:
-        self.scheduler = scheduler
-
-    def create_local_scheduler(self) -> Scheduler:
-        return self.scheduler
 
 
 def test_the_configured_custom_collector_hears_each_start_done_failure_and_disable(recording):

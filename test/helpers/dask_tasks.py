@@ -90,11 +90,8 @@ class SleepsPastItsTimeout(luigi.Task):
         self.output().open("w").close()
 
 
-class WaitsForItsStartEvent(luigi.Task):
-    """Finishes only once ``root/start-seen`` exists: the test's START handler, in the luigi worker, makes it.
-
-    With ``timed``, the task has a timeout, so it runs in a task slot forked on its Dask worker.
-    """
+class MaybeTimed(luigi.Task):
+    """With ``timed``, the task has a timeout, so it runs in a task slot forked on its Dask worker."""
 
     root = luigi.Parameter()
     timed = luigi.BoolParameter()
@@ -102,6 +99,10 @@ class WaitsForItsStartEvent(luigi.Task):
     @property
     def worker_timeout(self) -> float | None:  # type: ignore[override]
         return 60.0 if self.timed else None
+
+
+class WaitsForItsStartEvent(MaybeTimed):
+    """Finishes only once ``root/start-seen`` exists, which the test's START handler (in the worker) makes."""
 
     def output(self) -> luigi.LocalTarget:
         return luigi.LocalTarget(str(Path(self.root) / f"finished-{self.timed}"))
@@ -116,16 +117,10 @@ class WaitsForItsStartEvent(luigi.Task):
         self.output().open("w").close()
 
 
-class ListensOnDask(luigi.Task):
+class ListensOnDask(MaybeTimed):
     """Takes one scheduler message, answers it and writes its content (``timed``: from a task slot)."""
 
-    root = luigi.Parameter()
-    timed = luigi.BoolParameter()
     accepts_messages = True
-
-    @property
-    def worker_timeout(self) -> float | None:  # type: ignore[override]
-        return 60.0 if self.timed else None
 
     def output(self) -> luigi.LocalTarget:
         return luigi.LocalTarget(str(Path(self.root) / f"heard-{self.timed}"))

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
+from luigi.interface import _WorkerSchedulerFactory
 from luigi.scheduler import ManualClock, Scheduler, SchedulerConfig
 
 WORKER = "myworker"
@@ -80,3 +82,30 @@ def snapshot(scheduler) -> str:
         scheduler.count_pending(worker="w"),
     ]
     return json.dumps(views, sort_keys=True)
+
+
+class LockedScheduler:
+    """The scheduler shared by the test thread and the worker's threads, one call at a time."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._scheduler = scheduler
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._scheduler, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return method(*args, **kwargs)
+
+        return call
+
+
+class HeldSchedulerFactory(_WorkerSchedulerFactory):
+    """Hands ``luigi.build(..., local_scheduler=True)`` the scheduler the test holds."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+
+    def create_local_scheduler(self) -> Scheduler:
+        return self.scheduler

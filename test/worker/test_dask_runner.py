@@ -20,6 +20,7 @@ from helpers.dask_tasks import (
     YieldsADependency,
 )
 from helpers.luigid import pid_alive, wait_until
+from helpers.scheduler import LockedScheduler
 
 from luigi.event import Event
 from luigi.scheduler import Scheduler
@@ -146,23 +147,6 @@ def test_scheduler_messages_reach_a_task_on_the_cluster_which_answers_them(
     assert (tmp_path / f"heard-{timed}").read_text() == "ping?"
     heard_in = int(answer.rsplit(" ", 1)[1])
     assert answer.startswith("heard ping? in ") and heard_in != os.getpid()
-
-
-class LockedScheduler:
-    """The scheduler shared by the test thread and the worker's threads, one call at a time."""
-
-    def __init__(self, scheduler: Scheduler) -> None:
-        self._scheduler = scheduler
-        self._lock = threading.Lock()
-
-    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
-        method = getattr(self._scheduler, name)
-
-        def call(*args, **kwargs):  # type: ignore[no-untyped-def]
-            with self._lock:
-                return method(*args, **kwargs)
-
-        return call
 
 
 def test_dynamic_dependencies_yielded_on_the_cluster_are_scheduled_and_run_there(

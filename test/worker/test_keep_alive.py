@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+from helpers.scheduler import LockedScheduler
 
 from luigi.local_target import LocalTarget
 from luigi.scheduler import Scheduler
@@ -21,23 +22,6 @@ def wait_for(condition, timeout=10.0, interval=0.01):
         if value or time.monotonic() > deadline:
             return value
         time.sleep(interval)
-
-
-class LockedScheduler:
-    """The scheduler shared by the test thread and the worker's threads, one call at a time."""
-
-    def __init__(self, scheduler):
-        self._scheduler = scheduler
-        self._lock = threading.Lock()
-
-    def __getattr__(self, name):
-        method = getattr(self._scheduler, name)
-
-        def call(*args, **kwargs):
-            with self._lock:
-                return method(*args, **kwargs)
-
-        return call
 
 
 @pytest.mark.parametrize("processes", [1, 2])
