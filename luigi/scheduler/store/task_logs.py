@@ -60,6 +60,7 @@ class TaskLogStore:
         self._runs: dict[str, list[RunLog]] = {}  # by task id, oldest attempt first
         self._by_run: dict[tuple[str, str], RunLog] = {}
         self._segment_name = ""
+        self._segment_day = -1.0  # the UTC day (days since the epoch) of the open segment
         self._segment: IO[bytes] | None = None
         self._failing = False  # the directory refused a write (disk full): said once, until it works again
         os.makedirs(directory, exist_ok=True)
@@ -72,11 +73,13 @@ class TaskLogStore:
     ) -> None:
         """Add a chunk of a run's log; a chunk sent again (a retried request) is not kept twice."""
         log = self._run_log(task_id, worker, run, now)
+        chunk_size = len(chunk.encode("utf-8"))
         text = _unseen_part(chunk, offset, log.received)
-        received = max(log.received, offset + len(chunk.encode("utf-8")))
+        text_size = chunk_size if text is chunk else len(text.encode("utf-8"))
+        received = max(log.received, offset + chunk_size)
         if text or (ended and not log.ended):
             record = {"t": task_id, "w": worker, "r": run, "d": text, "n": received, "s": now}
-            self._write({**record, "e": 1} if ended else record, log)
+            self._write({**record, "e": 1} if ended else record, log, text_size)
 
     def _run_log(self, task_id: str, worker: str, run: str, now: float) -> RunLog:
         log = self._by_run.get((task_id, run))
@@ -87,7 +90,7 @@ class TaskLogStore:
             self._by_run[(task_id, run)] = log
         return log
 
-    def _write(self, record: dict[str, Any], log: RunLog) -> None:
+    def _write(self, record: dict[str, Any], log: RunLog, size: int) -> None:
         """Append one record; a disk that refuses it costs that chunk only (logged once), never the state."""
         try:
             segment = self._open_segment(float(record["s"]))
@@ -98,7 +101,7 @@ class TaskLogStore:
         except OSError as exc:
             self._failed(exc)
             return
-        self._index(record, log, self._segment_name, position)
+        self._index(record, log, self._segment_name, position, size)
 
     def _failed(self, exc: OSError) -> None:
         if not self._failing:
@@ -111,8 +114,8 @@ class TaskLogStore:
                 pass
             self._segment = None
 
-    def _index(self, record: dict[str, Any], log: RunLog, segment: str, position: int) -> None:
-        size = len(str(record.get("d", "")).encode("utf-8"))
+    def _index(self, record: dict[str, Any], log: RunLog, segment: str, position: int, size: int) -> None:
+        """Note where a record's text is (``size``: its UTF-8 bytes) and what it says of the run."""
         if size:
             log.chunks.append(_Chunk(segment, position, log.size, size))
             log.size += size
@@ -121,7 +124,10 @@ class TaskLogStore:
             log.ended = True
 
     def _open_segment(self, now: float) -> IO[bytes]:
+        if self._segment is not None and self._segment_day == now // _DAY_SECONDS:
+            return self._segment  # the usual case: no date to format for each chunk
         name = time.strftime("%Y-%m-%d", time.gmtime(now)) + _SEGMENT_SUFFIX
+        self._segment_day = now // _DAY_SECONDS
         if self._segment is None or name != self._segment_name:
             if self._segment is not None:
                 self._segment.close()
@@ -229,7 +235,8 @@ class TaskLogStore:
         except (ValueError, KeyError, TypeError):
             logger.warning("Skipping an unreadable line of the task log segment %s", segment)
             return
-        self._index(record, self._run_log(task_id, worker, run, float(record.get("s", 0))), segment, position)
+        log = self._run_log(task_id, worker, run, float(record.get("s", 0)))
+        self._index(record, log, segment, position, len(str(record.get("d", "")).encode("utf-8")))
 
 
 def _unseen_part(chunk: str, offset: int, received: int) -> str:
