@@ -94,6 +94,15 @@ def watched_page(launched: Any, refresh_seconds: int | None = 1, **context_optio
         context.close()
 
 
+@contextlib.contextmanager
+def checked_page(launched: Any, **context_options: Any) -> Iterator[Any]:
+    """A ``watched_page`` that fails the test if a script opened a dialog or logged a problem."""
+    with watched_page(launched, **context_options) as opened:
+        yield opened
+        assert opened.dialogs == [], "a script opened a dialog"
+        assert opened.problems == []
+
+
 def open_view(page: Any, base_url: str, fragment: str = "#tab=tasks") -> None:
     """Load the visualiser at ``fragment`` and wait until its first refresh reached the scheduler."""
     page.goto(f"{base_url.rstrip('/')}{VISUALISER}{fragment}")

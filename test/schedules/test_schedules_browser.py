@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.browser import TIMEOUT_MS, browser, open_view, watched_page
+from helpers.browser import TIMEOUT_MS, browser, checked_page, open_view, watched_page
 from helpers.luigid import LuigidProcess, running_luigid, wait_until
 from helpers.schedules import cron, every, runs, schedule_config, schedules
 
@@ -63,10 +63,8 @@ def chromium() -> Iterator[Any]:
 
 @pytest.fixture
 def page(chromium: Any) -> Iterator[Any]:
-    with watched_page(chromium, timezone_id="UTC") as opened:
+    with checked_page(chromium, timezone_id="UTC") as opened:
         yield opened
-        assert opened.dialogs == [], "a script opened a dialog"
-        assert opened.problems == []
 
 
 def ended(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
