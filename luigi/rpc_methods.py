@@ -180,6 +180,7 @@ _METHODS: tuple[RpcMethod, ...] = (
             _param("batch_id", "name?", None),
             _param("retry_policy_dict", "dict?", None),
             _param("owners", "names?", None),
+            _param("task_log", "log_tail?", None, extension=True),  # a run's last log chunk, with its end
         ),
         mutating=True,
         lenient=True,

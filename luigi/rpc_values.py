@@ -189,6 +189,17 @@ def _owners_check(value: Any) -> str | None:
     return f"must be a string or a list of strings, got {_shown(value)}"
 
 
+def _log_tail_check(value: Any) -> str | None:
+    """A run's last log chunk riding on its final ``add_task``: ``{"run", "offset", "chunk"}``."""
+    if not isinstance(value, dict) or set(value) != {"run", "offset", "chunk"}:
+        return f"must be an object with run, offset and chunk, got {_shown(value)}"
+    for key, check in (("run", _name_check), ("offset", _int_check), ("chunk", _text_check)):
+        found = check(value[key])
+        if found is not None:
+            return f"{key} {found}"
+    return None if value["offset"] >= 0 else f"offset must not be negative, got {value['offset']}"
+
+
 # Each kind's check: None when a value is of the kind's JSON type and fit to store, else what is wrong.
 _CHECKS: dict[str, Check] = {
     "any": free_problem,
@@ -201,6 +212,7 @@ _CHECKS: dict[str, Check] = {
     "list[name]": _names_list_check,
     "dict[number]": _number_dict_check,
     "names": _owners_check,  # one name, or a list of them (owners: "a@x, b@y" or ["a@x", "b@y"])
+    "log_tail": _log_tail_check,
 }
 KINDS = frozenset(_CHECKS)
 

@@ -41,6 +41,7 @@ class SchedulerAPI(Protocol):
         batch_id: str | None = None,
         retry_policy_dict: dict[str, Any] | None = None,
         owners: Any = None,
+        task_log: dict[str, Any] | None = None,
     ) -> None: ...
 
     def add_task_batcher(

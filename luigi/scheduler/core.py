@@ -244,9 +244,14 @@ class Scheduler:
         batch_id: str | None = None,
         retry_policy_dict: dict[str, Any] | None = None,
         owners: Any = None,
+        task_log: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        """Create or update a task from a worker's report and apply the status rules (f.3)."""
+        """Create or update a task from a worker's report and apply the status rules (f.3).
+
+        ``task_log`` (ours) is the last chunk of the run's log, sent with the run's final status so that a
+        short run costs one call, not two (``append_task_log`` with ``ended``).
+        """
         report = TaskReport(
             task_id=task_id,
             worker=worker,
@@ -270,6 +275,10 @@ class Scheduler:
             owners=owners,
         )
         self._intake.apply(report)
+        if task_log is not None:
+            self.append_task_log(
+                task_id, worker, task_log["run"], task_log["offset"], task_log["chunk"], True
+            )
         return None
 
     def add_task_batcher(

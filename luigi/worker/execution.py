@@ -219,8 +219,9 @@ class InProcessRunner:
         os.environ[process_tree.TAG_VARIABLE] = tag
         try:
             self._running = task_id
-            self._run_captured(process, reporter)
+            log_tail = self._run_captured(process, reporter)
             outcome = results.take(task_id)
+            outcome.log_tail = log_tail
         except WorkerStopped:  # raised outside the task's own code, so TaskProcess did not catch it
             outcome = TaskOutcome(task_id)
         finally:
@@ -235,13 +236,15 @@ class InProcessRunner:
             outcome.status, outcome.expl, outcome.new_deps = FAILED, STOPPED_REASON, []
         return outcome
 
-    def _run_captured(self, process: TaskProcess, reporter: TaskStatusReporter) -> None:
-        """Run the task here, its output kept as the run's log when the scheduler keeps logs."""
+    def _run_captured(self, process: TaskProcess, reporter: TaskStatusReporter) -> dict[str, Any] | None:
+        """Run the task here, its output kept as the run's log when the scheduler keeps logs; returns the
+        log's last chunk, which goes with the run's final status."""
         if self._options.task_log_max_bytes <= 0:
             process.run()
-            return
-        with captured_output(reporter.append_task_log, self._options.task_log_max_bytes):
+            return None
+        with captured_output(reporter.append_task_log, self._options.task_log_max_bytes) as log:
             process.run()
+        return log.tail if log is not None else None
 
     def stop_now(self) -> None:
         """Interrupt the task running in this process, if any (called from a signal handler)."""

@@ -549,6 +549,7 @@ class Worker:
             new_deps=new_dep_ids,
             assistant=self._assistant,
             retry_policy_dict=retry_policy_dict(task),
+            **({"task_log": outcome.log_tail} if outcome.log_tail is not None else {}),
         )
         if outcome.missing:
             self._reschedule_if_allowed(task, outcome.missing)

@@ -3,9 +3,10 @@
 While a task runs, descriptors 1 and 2 of its process point into pipes; a reader thread copies what
 arrives to the original descriptors (the worker's console shows what it always did) and into the run's
 ``TaskLogSink``, which sends it on in bounded chunks (``[worker] task_log_max_bytes`` per run, the cut
-marked). So the task's prints, what its child processes write and the log records emitted meanwhile are
-all kept. One capture per process, as one task runs at a time in it (the worker's own process, or a task
-slot forked from it); the pipes and the thread are made on first use, and again in a forked process.
+marked), the last one with the run's final status. So the task's prints, what its child processes write
+and the log records emitted meanwhile are all kept. One capture per process, as one task runs at a time
+in it (the worker's own process, or a task slot forked from it); the pipes and the thread are made on
+first use, and again in a forked process.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import select
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
+from itertools import count
+from typing import Any
 
 # A chunk is sent once this much is buffered, or when the oldest buffered output is this old.
 CHUNK_BYTES = 64 * 1024
@@ -41,10 +43,16 @@ def cut_marker(max_bytes: int) -> str:
 
 
 class TaskLogSink:
-    """One run's log on its way: decoded, buffered, cut at ``max_bytes``, sent in chunks by ``send``."""
+    """One run's log on its way: decoded, buffered, cut at ``max_bytes``, sent in chunks by ``send``.
+
+    A run that wrote nothing sends nothing: there is no log to show, and a task that prints nothing costs
+    no call and no record in ``luigid``. The last chunk is not sent but kept as ``tail``, to go with the
+    run's final status (``add_task(task_log=...)``), so a short run's log costs no call of its own.
+    """
 
     def __init__(self, send: SendChunk, max_bytes: int) -> None:
-        self.run = uuid.uuid4().hex[:16]
+        self.run = _new_run_id()
+        self.tail: dict[str, Any] | None = None
         self._send = send
         self._max_bytes = max_bytes
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
@@ -76,22 +84,42 @@ class TaskLogSink:
         if self._since is not None and (
             self._buffered >= CHUNK_BYTES or time.monotonic() - self._since >= SHIP_EVERY_SECONDS
         ):
-            self._ship(ended=False)
+            self._ship()
 
     def finish(self) -> None:
-        """Send the rest, saying the run ended."""
+        """Keep the rest as ``tail``, the run's last chunk (None when the run wrote nothing)."""
         if not self._cut:
             self._add(self._decoder.decode(b"", final=True))
-        self._ship(ended=True)
+        if self._sent or self._buffer:
+            self.tail = {"run": self.run, "offset": self._sent, "chunk": "".join(self._buffer)}
+            self._buffer.clear()
 
-    def _ship(self, ended: bool) -> None:
+    def send_tail(self) -> None:
+        """Send ``tail`` on its own, saying the run ended (when no final status will carry it)."""
+        if self.tail is not None:
+            tail, self.tail = self.tail, None
+            self._send(self.run, tail["offset"], tail["chunk"], True)
+
+    def _ship(self) -> None:
         chunk = "".join(self._buffer)
         offset = self._sent
         self._buffer.clear()
         self._sent += self._buffered
         self._buffered = 0
         self._since = None
-        self._send(self.run, offset, chunk, ended)
+        self._send(self.run, offset, chunk, False)
+
+
+_run_ids = count()
+_run_prefix = ("", 0)  # (random prefix, pid it was made in): a forked slot makes its own
+
+
+def _new_run_id() -> str:
+    """A run's id, unique across processes and restarts: a random prefix per process and a counter."""
+    global _run_prefix
+    if _run_prefix[1] != os.getpid():
+        _run_prefix = (os.urandom(6).hex(), os.getpid())
+    return f"{_run_prefix[0]}{next(_run_ids):04x}"
 
 
 class OutputCapture:
@@ -106,6 +134,9 @@ class OutputCapture:
         for read_end, _ in self._pipes:
             os.set_blocking(read_end, False)
             _enlarge(read_end)
+        self._waiting = select.poll()  # the drain's own: two threads must not use one poll object at once
+        for read_end, _ in self._pipes:
+            self._waiting.register(read_end, select.POLLIN)
         self._lock = threading.Lock()
         self._sink: TaskLogSink | None = None
         threading.Thread(target=self._copy_forever, name="luigi-output-capture", daemon=True).start()
@@ -119,29 +150,39 @@ class OutputCapture:
         return capture
 
     @contextlib.contextmanager
-    def capturing(self, sink: TaskLogSink) -> Iterator[None]:
+    def capturing(self, sink: TaskLogSink) -> Iterator[TaskLogSink | None]:
         """Send what descriptors 1 and 2 receive meanwhile to ``sink`` (and on to the console).
 
         The console is whatever 1 and 2 are when the run starts (a test runner may have moved them).
         """
         _flush_stdio()
-        console = (os.dup(1), os.dup(2))
+        console = _console()
+        if console is None:  # a daemon may have closed 1 and 2: there is nothing to capture
+            yield None
+            return
         with self._lock:
             self._sink, self._originals = sink, console
         os.dup2(self._pipes[0][1], 1)
         os.dup2(self._pipes[1][1], 2)
         try:
-            yield
-        finally:
-            _flush_stdio()
-            os.dup2(console[0], 1)
-            os.dup2(console[1], 2)
-            with self._lock:
-                self._drain()
-                self._sink, self._originals = None, (1, 2)
-            os.close(console[0])
-            os.close(console[1])
-            sink.finish()
+            yield sink
+        except BaseException:  # the run was cut short: no final status will carry the tail
+            self._restore(console, sink)
+            sink.send_tail()
+            raise
+        self._restore(console, sink)
+
+    def _restore(self, console: tuple[int, int], sink: TaskLogSink) -> None:
+        """Point 1 and 2 back at the console, take what is still in the pipes, and end the run's log."""
+        _flush_stdio()
+        os.dup2(console[0], 1)
+        os.dup2(console[1], 2)
+        with self._lock:
+            self._drain()
+            self._sink, self._originals = None, (1, 2)
+        os.close(console[0])
+        os.close(console[1])
+        sink.finish()
 
     def _copy_forever(self) -> None:
         read_ends = [read_end for read_end, _ in self._pipes]
@@ -156,6 +197,8 @@ class OutputCapture:
 
     def _drain(self) -> None:
         """Copy everything waiting in the pipes to the console and the sink (with the lock held)."""
+        if not self._waiting.poll(0):  # one cheap look at both pipes: most runs end with nothing waiting
+            return
         for (read_end, _), original in zip(self._pipes, self._originals, strict=True):
             while True:
                 try:
@@ -197,18 +240,22 @@ def _flush_stdio() -> None:
             pass
 
 
-def captured_output(send: SendChunk, max_bytes: int) -> contextlib.AbstractContextManager[object]:
-    """Capture a run's output into a new log sent by ``send``; nothing is captured when ``max_bytes`` <= 0."""
-    if max_bytes <= 0 or not _has_console():
+def captured_output(send: SendChunk, max_bytes: int) -> contextlib.AbstractContextManager[TaskLogSink | None]:
+    """Capture a run's output into a new log sent by ``send`` (the sink, whose ``tail`` is the last chunk
+    once the block ends); nothing is captured, and the block gets None, when ``max_bytes`` <= 0."""
+    if max_bytes <= 0:
         return contextlib.nullcontext()
     return OutputCapture.current().capturing(TaskLogSink(send, max_bytes))
 
 
-def _has_console() -> bool:
-    """Whether descriptors 1 and 2 are open (a daemon may have closed them: then nothing is captured)."""
+def _console() -> tuple[int, int] | None:
+    """Copies of descriptors 1 and 2 as they are now, or None when either is closed."""
     try:
-        os.fstat(1)
-        os.fstat(2)
+        stdout = os.dup(1)
     except OSError:
-        return False
-    return True
+        return None
+    try:
+        return stdout, os.dup(2)
+    except OSError:
+        os.close(stdout)
+        return None

@@ -64,6 +64,7 @@ class TaskOutcome:
     expl: Any = ""
     missing: list[str] = field(default_factory=list)
     new_deps: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    log_tail: dict[str, Any] | None = None  # the run's last log chunk, for its final add_task (ours)
 
     def as_tuple(self) -> tuple[str, str, Any, list[str], list[tuple[str, str, dict[str, str]]]]:
         """Luigi's result tuple ``(task_id, status, expl, missing, new_deps)``."""
@@ -82,6 +83,7 @@ class TaskOutcome:
             "expl": self.expl,
             "missing": self.missing,
             "new_deps": [list(dep) for dep in self.new_deps],
+            "log_tail": self.log_tail,
         }
 
     @classmethod
@@ -94,6 +96,7 @@ class TaskOutcome:
             new_deps=[
                 (module, family, dict(params)) for module, family, params in message.get("new_deps", [])
             ],
+            log_tail=message.get("log_tail"),
         )
 
 

@@ -14,6 +14,7 @@ from urllib.parse import quote
 import pytest
 from helpers.browser import browser, checked_page, open_view
 from helpers.luigid import LuigidProcess, luigid_env, running_luigid, wait_until
+from prometheus_client.parser import text_string_to_metric_families
 
 from luigi.scheduler.store.task_logs import TaskLogStore
 from luigi.worker.output_capture import cut_marker
@@ -51,6 +52,18 @@ PIPELINE = textwrap.dedent(
 
         def requires(self):
             return [Talks(self.root, n) for n in range(3)]
+
+
+    class Quiet(luigi.Task):
+        """Writes nothing to stdout or stderr."""
+
+        root = luigi.Parameter()
+
+        def output(self):
+            return luigi.LocalTarget(os.path.join(self.root, "quiet"))
+
+        def run(self):
+            self.output().open("w").close()
 
 
     class Floods(luigi.Task):
@@ -151,7 +164,36 @@ def test_the_task_detail_shows_the_runs_log_with_all_three_markers(tmp_path: Pat
         assert marker in shown
 
 
-def test_the_task_detail_says_when_no_log_was_sent(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_short_runs_log_comes_with_its_final_status_and_costs_no_call_of_its_own(
+    tmp_path: Path, workers: int
+) -> None:
+    with running_luigid(tmp_path, config="[scheduler]\nmetrics_collector = prometheus\n") as luigid:
+        finished(run_pipeline(luigid, tmp_path, "Talkers", "--workers", str(workers)))
+        logs = [task_log(luigid, task_id_of(luigid, "Talks", n)) for n in range(3)]
+        calls = rpc_calls(luigid.probe().request("GET", "/metrics").body.decode())
+    assert all(log["ended"] and f"logged-marker-{n}" in log["chunk"] for n, log in enumerate(logs))
+    assert calls.get("append_task_log", 0) == 0 and calls["add_task"] >= 3
+
+
+def rpc_calls(metrics_page: str) -> dict[str, float]:
+    """How many calls of each RPC method luigid served, from its Prometheus page."""
+    counts = {}
+    for family in text_string_to_metric_families(metrics_page):
+        for sample in family.samples:
+            if sample.name == "luigid_rpc_duration_seconds_count":
+                counts[sample.labels["method"]] = sample.value
+    return counts
+
+
+def test_a_run_that_writes_nothing_keeps_no_log(tmp_path: Path) -> None:
+    with running_luigid(tmp_path) as luigid:
+        finished(run_pipeline(luigid, tmp_path, "Quiet", "--log-level", "WARNING"))
+        log = task_log(luigid, task_id_of(luigid, "Quiet"))
+    assert log["kept"] and log["attempts"] == [] and log["chunk"] == ""
+
+
+def test_the_task_detail_says_when_no_log_was_kept(tmp_path: Path) -> None:
     with running_luigid(tmp_path) as luigid:
         luigid.probe().call(
             "add_task", {"task_id": "FromLuigi__99914b932b", "worker": "w", "status": "FAILED"}
@@ -159,7 +201,7 @@ def test_the_task_detail_says_when_no_log_was_sent(tmp_path: Path) -> None:
         with browser() as chromium, checked_page(chromium) as page:
             open_view(page, luigid.url.rstrip("/"), "#tab=tasks&detail=FromLuigi__99914b932b")
             page.wait_for_function(
-                "() => /No log was sent/.test(document.querySelector('#task-log').textContent)"
+                "() => /No log was kept/.test(document.querySelector('#task-log').textContent)"
             )
             assert page.locator("#task-log .task-log").inner_text() == ""
 

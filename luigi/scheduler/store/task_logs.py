@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("luigi.server")
 
+_LINE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # made once: json.dumps with options
+# builds an encoder per call
 MAX_ANSWER_BYTES = 256 * 1024  # of one task_log answer; the page asks again from the next offset
 _SEGMENT_SUFFIX = ".log.jsonl"
 _DAY_SECONDS = 86400
@@ -95,9 +97,7 @@ class TaskLogStore:
         try:
             segment = self._open_segment(float(record["s"]))
             position = segment.tell()
-            segment.write(
-                json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
-            )
+            segment.write(_LINE.encode(record).encode("utf-8") + b"\n")
         except OSError as exc:
             self._failed(exc)
             return

@@ -64,8 +64,8 @@ export class TaskLogView {
       return;
     }
     if (!attempts.length) {
-      this.note.textContent = 'No log was sent for this task: its worker does not ship logs (a Luigi worker, '
-        + 'or [worker] task_log_max_bytes = 0), or it has not run yet.';
+      this.note.textContent = 'No log was kept for this task: it has not run yet, its runs wrote nothing, '
+        + 'or its worker ships no logs (a Luigi worker, or [worker] task_log_max_bytes = 0).';
       return;
     }
     const latest = attempts[attempts.length - 1].attempt;
