@@ -19,7 +19,7 @@ import select
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from itertools import count
 from typing import Any
 
@@ -55,7 +55,7 @@ class TaskLogSink:
         self.tail: dict[str, Any] | None = None
         self._send = send
         self._max_bytes = max_bytes
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._decoder: codecs.IncrementalDecoder | None = None  # made when output first arrives
         self._buffer: list[str] = []
         self._buffered = 0
         self._sent = 0
@@ -65,6 +65,8 @@ class TaskLogSink:
     def feed(self, data: bytes) -> None:
         """Take output as it was written (partial UTF-8 sequences wait for their rest)."""
         if not self._cut:
+            if self._decoder is None:
+                self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
             self._add(self._decoder.decode(data))
 
     def _add(self, text: str) -> None:
@@ -88,7 +90,7 @@ class TaskLogSink:
 
     def finish(self) -> None:
         """Keep the rest as ``tail``, the run's last chunk (None when the run wrote nothing)."""
-        if not self._cut:
+        if not self._cut and self._decoder is not None:
             self._add(self._decoder.decode(b"", final=True))
         if self._sent or self._buffer:
             self.tail = {"run": self.run, "offset": self._sent, "chunk": "".join(self._buffer)}
@@ -111,15 +113,23 @@ class TaskLogSink:
 
 
 _run_ids = count()
-_run_prefix = ("", 0)  # (random prefix, pid it was made in): a forked slot makes its own
+_run_prefix = ""  # random, one per process (a forked slot makes its own), so that run ids never repeat
 
 
 def _new_run_id() -> str:
-    """A run's id, unique across processes and restarts: a random prefix per process and a counter."""
+    """A run's id, unique across processes and restarts: the process's random prefix and a counter."""
     global _run_prefix
-    if _run_prefix[1] != os.getpid():
-        _run_prefix = (os.urandom(6).hex(), os.getpid())
-    return f"{_run_prefix[0]}{next(_run_ids):04x}"
+    if not _run_prefix:
+        _run_prefix = os.urandom(6).hex()
+    return f"{_run_prefix}{next(_run_ids):04x}"
+
+
+def _forget_run_prefix() -> None:
+    global _run_prefix
+    _run_prefix = ""
+
+
+os.register_at_fork(after_in_child=_forget_run_prefix)
 
 
 class OutputCapture:
@@ -149,30 +159,26 @@ class OutputCapture:
             cls._current = capture = cls()
         return capture
 
-    @contextlib.contextmanager
-    def capturing(self, sink: TaskLogSink) -> Iterator[TaskLogSink | None]:
+    def capturing(self, sink: TaskLogSink) -> _Capturing:
         """Send what descriptors 1 and 2 receive meanwhile to ``sink`` (and on to the console).
 
         The console is whatever 1 and 2 are when the run starts (a test runner may have moved them).
         """
+        return _Capturing(self, sink)
+
+    def start(self, sink: TaskLogSink) -> tuple[int, int] | None:
+        """Point 1 and 2 into the pipes, the console kept aside (None when 1 or 2 is closed: no capture)."""
         _flush_stdio()
         console = _console()
-        if console is None:  # a daemon may have closed 1 and 2: there is nothing to capture
-            yield None
-            return
+        if console is None:
+            return None
         with self._lock:
             self._sink, self._originals = sink, console
         os.dup2(self._pipes[0][1], 1)
         os.dup2(self._pipes[1][1], 2)
-        try:
-            yield sink
-        except BaseException:  # the run was cut short: no final status will carry the tail
-            self._restore(console, sink)
-            sink.send_tail()
-            raise
-        self._restore(console, sink)
+        return console
 
-    def _restore(self, console: tuple[int, int], sink: TaskLogSink) -> None:
+    def stop(self, console: tuple[int, int], sink: TaskLogSink) -> None:
         """Point 1 and 2 back at the console, take what is still in the pipes, and end the run's log."""
         _flush_stdio()
         os.dup2(console[0], 1)
@@ -238,6 +244,28 @@ def _flush_stdio() -> None:
                 stream.flush()
         except (OSError, ValueError):  # a closed or broken stream has nothing to flush
             pass
+
+
+class _Capturing:
+    """One run's capture as a ``with`` block (a class: a generator-based one costs more per run)."""
+
+    __slots__ = ("_capture", "_sink", "_console")
+
+    def __init__(self, capture: OutputCapture, sink: TaskLogSink) -> None:
+        self._capture = capture
+        self._sink = sink
+        self._console: tuple[int, int] | None = None
+
+    def __enter__(self) -> TaskLogSink | None:
+        self._console = self._capture.start(self._sink)
+        return self._sink if self._console is not None else None
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        if self._console is None:
+            return
+        self._capture.stop(self._console, self._sink)
+        if kind is not None:  # the run was cut short: no final status will carry the tail
+            self._sink.send_tail()
 
 
 def captured_output(send: SendChunk, max_bytes: int) -> contextlib.AbstractContextManager[TaskLogSink | None]:

@@ -27,7 +27,7 @@ _SEGMENT_SUFFIX = ".log.jsonl"
 _DAY_SECONDS = 86400
 
 
-@dataclass
+@dataclass(slots=True)
 class _Chunk:
     segment: str
     position: int  # where its line starts in the segment
@@ -35,7 +35,7 @@ class _Chunk:
     size: int  # of its text, UTF-8 bytes
 
 
-@dataclass
+@dataclass(slots=True)
 class RunLog:
     """One run's log: where its chunks are, how much arrived, and whether the worker said it ended."""
 
