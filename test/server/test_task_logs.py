@@ -160,6 +160,7 @@ def test_the_task_detail_shows_the_runs_log_with_all_three_markers(tmp_path: Pat
             if workers == 2:
                 page.screenshot(path=str(tmp_path / "log.png"))
             assert page.locator("#task-log .task-log *").count() == 0  # text, never markup
+            assert page.locator(".traceback").count() == 0  # a run that ended well has no error to show
     for marker in ("printed-marker-5", "child-marker-5", "logged-marker-5"):
         assert marker in shown
 

@@ -63,14 +63,15 @@ export class TaskDetail {
 
   render(detail) {
     const task = detail.task;
+    const error = detail.error ? format.errorText(detail.error) : '';
     return [
       el('div', { class: 'detail-title' }, badge(task.status), el('h2', { text: task.name || 'Unknown family' })),
       el('p', { class: 'detail-id' }, el('code', { class: 'wrap', text: format.displayName(task, task.task_id) })),
       this.actionBar(task),
       progress(task),
       task.status_message ? section('Status message', el('pre', { class: 'status-message', text: format.text(task.status_message) })) : null,
-      detail.error ? section(task.status === FAILED || task.status === DISABLED ? 'Error' : 'Last error',
-        el('pre', { class: 'traceback', text: format.errorText(detail.error) })) : null,
+      error ? section(task.status === FAILED || task.status === DISABLED ? 'Error' : 'Last error',
+        el('pre', { class: 'traceback', text: error })) : null,
       this.log.show(task.task_id, task.status === RUNNING),
       section('Parameters', paramsTable(task.params)),
       section('Details', facts(task)),

@@ -51,6 +51,7 @@ export function errorText(value) {
   } catch (notJson) {
     return value;
   }
+  if (decoded === null) return ''; // a run that ended well reports a null explanation: nothing to show
   return typeof decoded === 'string' ? decoded : JSON.stringify(decoded, null, 2);
 }
 
