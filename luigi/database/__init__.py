@@ -7,9 +7,9 @@ scheduler's store interface) must not pay for until a database is actually opene
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from luigi._lazy import lazy_names
 from luigi.database.errors import StorageError
 
 if TYPE_CHECKING:
@@ -26,10 +26,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY, globals())

@@ -13,15 +13,15 @@ where disable notices go by default, and ``Scheduler(batch_emails=True)`` builds
 
 from __future__ import annotations
 
-import importlib
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 # As in Luigi, importing the scheduler loads (and so registers the Config classes of) the e-mail
 # modules, before ``[scheduler]`` itself: ``luigi --help-all`` lists them in this order.
 from luigi import notifications  # isort: split
 
 from luigi import batch_notifier, metrics, task_history
+from luigi._lazy import lazy_names
 from luigi.batch_notifier import BatchNotifier
 from luigi.metrics import MetricsCollectors
 from luigi.rpc_methods import RPC_METHODS
@@ -102,10 +102,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY, globals())
