@@ -242,7 +242,8 @@ class InProcessRunner:
         if self._options.task_log_max_bytes <= 0:
             process.run()
             return None
-        with captured_output(reporter.append_task_log, self._options.task_log_max_bytes) as log:
+        limit = self._options.task_log_max_bytes
+        with captured_output(reporter.append_task_log, limit, process.task) as log:
             process.run()
         return log.tail if log is not None else None
 

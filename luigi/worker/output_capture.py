@@ -19,9 +19,11 @@ import select
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import count
 from typing import Any
+
+from luigi.parameter import ParameterVisibility
 
 # A chunk is sent once this much is buffered, or when the oldest buffered output is this old.
 CHUNK_BYTES = 64 * 1024
@@ -42,6 +44,47 @@ def cut_marker(max_bytes: int) -> str:
     return f"\n[luigi: the rest of this run's output was cut at {max_bytes} bytes ({setting})]\n"
 
 
+MASK = "***"
+MIN_SECRET_CHARS = 4  # a shorter value (a digit, a flag) would mask ordinary text all over the log
+
+
+def hidden_values(task: Any) -> list[str]:
+    """The serialized values of ``task``'s HIDDEN and PRIVATE parameters: never shipped in its log."""
+    values = []
+    for name, parameter in task.get_params():
+        if parameter.visibility != ParameterVisibility.PUBLIC and name in task.param_kwargs:
+            try:
+                values.append(str(parameter.serialize(task.param_kwargs[name])))
+            except Exception:  # a value its parameter cannot serialize is not in the log as such either
+                continue
+    return values
+
+
+class Scrubber:
+    """Masks secrets in a log's text, also one split between two pieces of output (the last characters
+    of a piece wait for the next one)."""
+
+    def __init__(self, secrets: Sequence[str]) -> None:
+        kept = {secret for secret in secrets if len(secret) >= MIN_SECRET_CHARS}
+        self._secrets = sorted(kept, key=len, reverse=True)  # the longest first: one may contain another
+        self._held_chars = max((len(secret) for secret in self._secrets), default=1) - 1
+        self._held = ""
+
+    def __bool__(self) -> bool:
+        return bool(self._secrets)
+
+    def scrub(self, text: str, final: bool = False) -> str:
+        """``text`` with each secret masked; unless ``final``, its last characters are held back."""
+        text = self._held + text
+        for secret in self._secrets:
+            text = text.replace(secret, MASK)
+        if final or len(text) <= self._held_chars:
+            self._held = "" if final else text
+            return text if final else ""
+        self._held = text[len(text) - self._held_chars :] if self._held_chars else ""
+        return text[: len(text) - self._held_chars]
+
+
 class TaskLogSink:
     """One run's log on its way: decoded, buffered, cut at ``max_bytes``, sent in chunks by ``send``.
 
@@ -50,8 +93,9 @@ class TaskLogSink:
     run's final status (``add_task(task_log=...)``), so a short run's log costs no call of its own.
     """
 
-    def __init__(self, send: SendChunk, max_bytes: int) -> None:
+    def __init__(self, send: SendChunk, max_bytes: int, secrets: Sequence[str] = ()) -> None:
         self.run = _new_run_id()
+        self._scrubber = Scrubber(secrets) if secrets else None
         self.tail: dict[str, Any] | None = None
         self._send = send
         self._max_bytes = max_bytes
@@ -67,7 +111,10 @@ class TaskLogSink:
         if not self._cut:
             if self._decoder is None:
                 self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
-            self._add(self._decoder.decode(data))
+            self._add(self._masked(self._decoder.decode(data), final=False))
+
+    def _masked(self, text: str, final: bool) -> str:
+        return self._scrubber.scrub(text, final) if self._scrubber else text
 
     def _add(self, text: str) -> None:
         room = self._max_bytes - self._sent - self._buffered
@@ -91,7 +138,7 @@ class TaskLogSink:
     def finish(self) -> None:
         """Keep the rest as ``tail``, the run's last chunk (None when the run wrote nothing)."""
         if not self._cut and self._decoder is not None:
-            self._add(self._decoder.decode(b"", final=True))
+            self._add(self._masked(self._decoder.decode(b"", final=True), final=True))
         if self._sent or self._buffer:
             self.tail = {"run": self.run, "offset": self._sent, "chunk": "".join(self._buffer)}
             self._buffer.clear()
@@ -268,12 +315,16 @@ class _Capturing:
             self._sink.send_tail()
 
 
-def captured_output(send: SendChunk, max_bytes: int) -> contextlib.AbstractContextManager[TaskLogSink | None]:
+def captured_output(
+    send: SendChunk, max_bytes: int, task: Any = None
+) -> contextlib.AbstractContextManager[TaskLogSink | None]:
     """Capture a run's output into a new log sent by ``send`` (the sink, whose ``tail`` is the last chunk
-    once the block ends); nothing is captured, and the block gets None, when ``max_bytes`` <= 0."""
+    once the block ends), with the values of ``task``'s hidden and private parameters masked; nothing is
+    captured, and the block gets None, when ``max_bytes`` <= 0."""
     if max_bytes <= 0:
         return contextlib.nullcontext()
-    return OutputCapture.current().capturing(TaskLogSink(send, max_bytes))
+    secrets = hidden_values(task) if task is not None else []
+    return OutputCapture.current().capturing(TaskLogSink(send, max_bytes, secrets))
 
 
 def _console() -> tuple[int, int] | None:

@@ -66,6 +66,21 @@ PIPELINE = textwrap.dedent(
             self.output().open("w").close()
 
 
+    class Secretive(luigi.Task):
+        """Prints the values of its private and hidden parameters."""
+
+        root = luigi.Parameter()
+        password = luigi.Parameter(visibility=luigi.parameter.ParameterVisibility.PRIVATE)
+        token = luigi.Parameter(visibility=luigi.parameter.ParameterVisibility.HIDDEN)
+
+        def output(self):
+            return luigi.LocalTarget(os.path.join(self.root, "secretive"))
+
+        def run(self):
+            print(f"connecting with {self.password} and {self.token}", flush=True)
+            self.output().open("w").close()
+
+
     class Floods(luigi.Task):
         """Writes far more than the capture keeps."""
 
@@ -192,6 +207,18 @@ def test_a_run_that_writes_nothing_keeps_no_log(tmp_path: Path) -> None:
         finished(run_pipeline(luigid, tmp_path, "Quiet", "--log-level", "WARNING"))
         log = task_log(luigid, task_id_of(luigid, "Quiet"))
     assert log["kept"] and log["attempts"] == [] and log["chunk"] == ""
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_values_of_hidden_and_private_parameters_never_reach_the_kept_log(
+    tmp_path: Path, workers: int
+) -> None:
+    secrets = ["--password", "hunter22-pw", "--token", "tok-9f3a2"]
+    with running_luigid(tmp_path) as luigid:
+        finished(run_pipeline(luigid, tmp_path, "Secretive", *secrets, "--workers", str(workers)))
+        log = task_log(luigid, task_id_of(luigid, "Secretive"))
+    assert "connecting with *** and ***" in log["chunk"]
+    assert "hunter22-pw" not in log["chunk"] and "tok-9f3a2" not in log["chunk"]
 
 
 def test_the_task_detail_says_when_no_log_was_kept(tmp_path: Path) -> None:

@@ -212,7 +212,7 @@ def _run_job(
     _RunningJob.tag = tag or None
     results = OutcomeBox()
     try:
-        with captured_output(reporter.append_task_log, options.task_log_max_bytes) as log:
+        with captured_output(reporter.append_task_log, options.task_log_max_bytes, task) as log:
             make_task_process(task, reporter, options, job.get("timeout"), results).run()
         outcome = results.take(task.task_id)
         outcome.log_tail = log.tail if log is not None else None
