@@ -31,6 +31,7 @@ SHIP_EVERY_SECONDS = 0.5
 # After output arrives the copying thread waits this long before reading, so that it wakes once per batch
 # of lines rather than once per line: each wake-up takes the GIL from the task's own thread.
 GATHER_SECONDS = 0.05
+CAPTURE_THREAD_NAME = "luigi-output-capture"  # ours, not left behind by a task (slots tell them apart)
 PIPE_BYTES = 1024 * 1024  # asked for each pipe (Linux), so a chatty task rarely waits for the thread
 _READ_BYTES = 65536
 
@@ -196,7 +197,7 @@ class OutputCapture:
             self._waiting.register(read_end, select.POLLIN)
         self._lock = threading.Lock()
         self._sink: TaskLogSink | None = None
-        threading.Thread(target=self._copy_forever, name="luigi-output-capture", daemon=True).start()
+        threading.Thread(target=self._copy_forever, name=CAPTURE_THREAD_NAME, daemon=True).start()
 
     @classmethod
     def current(cls) -> OutputCapture:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -190,6 +191,14 @@ def test_a_short_runs_log_comes_with_its_final_status_and_costs_no_call_of_its_o
         calls = rpc_calls(luigid.probe().request("GET", "/metrics").body.decode())
     assert all(log["ended"] and f"logged-marker-{n}" in log["chunk"] for n, log in enumerate(logs))
     assert calls.get("append_task_log", 0) == 0 and calls["add_task"] >= 3
+
+
+def test_task_slots_that_capture_logs_serve_one_task_after_another(tmp_path: Path) -> None:
+    with running_luigid(tmp_path) as luigid:
+        finished(run_pipeline(luigid, tmp_path, "Talkers", "--workers", "2"))
+        logs = [task_log(luigid, task_id_of(luigid, "Talks", n))["chunk"] for n in range(3)]
+    slot_pids = {re.search(r"\[pid (\d+)\] Worker", log).group(1) for log in logs}
+    assert len(slot_pids) <= 2  # two slots for three tasks: a slot does not retire after each run
 
 
 def rpc_calls(metrics_page: str) -> dict[str, float]:

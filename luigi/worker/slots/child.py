@@ -31,7 +31,7 @@ from typing import Any, NoReturn
 import psutil
 
 from luigi.worker import process_tree
-from luigi.worker.output_capture import captured_output
+from luigi.worker.output_capture import CAPTURE_THREAD_NAME, captured_output
 from luigi.worker.slots.pipe import JsonLineReader, JsonLineWriter
 from luigi.worker.task_process import (
     OutcomeBox,
@@ -267,9 +267,11 @@ def _open_pidfd(pid: int) -> int | None:
 
 
 def _threads_left_behind() -> bool:
-    """Whether the task left threads running (besides the main thread and the parent watch)."""
+    """Whether the task left threads running (besides the main thread, the parent watch and the copying
+    thread of the output capture)."""
     main = threading.main_thread()
-    return any(t is not main and t.name != WATCH_THREAD_NAME for t in threading.enumerate())
+    ours = (WATCH_THREAD_NAME, CAPTURE_THREAD_NAME)
+    return any(t is not main and t.name not in ours for t in threading.enumerate())
 
 
 def _restore_process_state(home: str, environment: dict[str, str]) -> None:
