@@ -26,8 +26,8 @@ from luigi.scheduler.model.changes import ChangeSet
 from luigi.scheduler.model.clock import Clock, system_time
 from luigi.scheduler.model.records import TaskRecord
 from luigi.scheduler.model.state import SchedulerState
-from luigi.scheduler.rules.get_work import GetWork, Selection
 from luigi.scheduler.rules import leases
+from luigi.scheduler.rules.get_work import GetWork, Selection
 from luigi.scheduler.rules.intake import ReportIntake, TaskReport, unbatched_params
 from luigi.scheduler.rules.pruning import prune as prune_state
 from luigi.scheduler.rules.resources import check_resource_amounts
@@ -358,7 +358,8 @@ class Scheduler:
 
     def ping(self, worker: str, held: list[str] | None = None, **kwargs: Any) -> dict[str, Any]:
         """Keep the worker alive and hand it its queued messages; with ``held`` (the tasks our worker runs
-        or holds granted ahead), also which of them it no longer owns (``handed_over``, ``rules.leases``)."""
+        or holds granted ahead), also which of them it no longer owns (``handed_over``, and ``handed_to``:
+        who runs those now), see ``rules.leases``."""
         reply: dict[str, Any] = {"rpc_messages": self._state.take_worker_messages(worker)}
         if held is not None:
             handed_over, renewed = leases.check_held(self._state, worker, held)
@@ -367,6 +368,7 @@ class Scheduler:
                 leases.renew(self._state, self._rules.set_status, task, worker)
                 record_history(self._task_history, task, RUNNING)
             reply["handed_over"] = handed_over
+            reply["handed_to"] = leases.new_owners(self._state, handed_over)
         return reply
 
     def worker_list(self, include_running: bool = True, **kwargs: Any) -> list[dict[str, Any]]:

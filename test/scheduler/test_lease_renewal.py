@@ -30,7 +30,7 @@ def _lose(sch, clock, worker_alive=None):
 def test_a_plain_ping_gets_no_handed_over_list():
     sch, _ = make_scheduler()
     assert "handed_over" not in sch.ping(worker="w1")
-    assert sch.ping(worker="w1", held=[]) == {"rpc_messages": [], "handed_over": []}
+    assert sch.ping(worker="w1", held=[]) == {"rpc_messages": [], "handed_over": [], "handed_to": {}}
 
 
 def test_the_scheduler_says_it_understands_held_tasks():
@@ -84,8 +84,8 @@ def test_a_task_another_worker_started_since_is_handed_over():
     clock.advance(1)
     sch.prune()
     assert sch.get_work(worker="w2")["task_id"] == "A"
-    assert sch.ping(worker="w1", held=["A"])["handed_over"] == ["A"]
-    assert sch._state.tasks["A"].worker_running == "w2"
+    reply = sch.ping(worker="w1", held=["A"])
+    assert (reply["handed_over"], reply["handed_to"]) == (["A"], {"A": "w2"})
     sch.add_task(worker="w2", task_id="A", status=DONE)
     # once finished by the new owner, it stays handed over
     assert sch.ping(worker="w1", held=["A"])["handed_over"] == ["A"]

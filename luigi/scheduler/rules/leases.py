@@ -91,6 +91,16 @@ def check_held(state: SchedulerState, worker_id: str, held: list[str]) -> tuple[
     return handed_over, renewed
 
 
+def new_owners(state: SchedulerState, task_ids: list[str]) -> dict[str, str]:
+    """The worker each of these tasks runs under now, for those running (the returning worker's summary)."""
+    owners = {}
+    for task_id in task_ids:
+        task = state.tasks.get(task_id)
+        if task is not None and task.status in ACTIVE_RUN_STATUSES and task.worker_running:
+            owners[task_id] = task.worker_running
+    return owners
+
+
 def renewable(task: TaskRecord, worker_id: str) -> bool:
     """Whether ``worker_id`` lost its run of ``task`` and nobody has started or settled it since."""
     lost = task.lost_lease

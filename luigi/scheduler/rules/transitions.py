@@ -102,7 +102,8 @@ class StatusRules:
         self.state.clear_runner(task, release=False)
         self.set_status(task, FAILED)
         if renewable and task.status == FAILED:  # (not when the failure disabled it)
-            leases.record_loss(self.state, task, runner, False, task.failure_times[-1] if task.failure_times else None)
+            failed_at = task.failure_times[-1] if task.failure_times else None
+            leases.record_loss(self.state, task, runner, False, failed_at)
 
     def _end_batch(self, leader: TaskRecord, new_status: str) -> None:
         """The batch leader finished: its members take the same status and leave the batch."""
