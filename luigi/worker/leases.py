@@ -74,30 +74,37 @@ class LeaseBook:
             self._lost.pop(task_id, None)
             self._disowned.discard(task_id)
 
+    def _queued(self) -> list[str]:
+        """The grants made ahead the loop holds (read from this thread while the loop may change them)."""
+        for _ in range(3):
+            try:
+                return list(self._ahead())
+            except RuntimeError:  # the queue changed while it was read: read it again
+                continue
+        return []
+
     def snapshot(self) -> dict[str, int]:
         """The held tasks, each with its run number (AHEAD for a grant made ahead), for one ping."""
-        ahead: list[str] = []
-        for _ in range(3):  # the loop may change its queue of grants meanwhile: read it again
-            try:
-                ahead = list(self._ahead())
-                break
-            except RuntimeError:
-                continue
+        ahead = self._queued()
         with self._lock:
             held = dict(self._runs)
         for task_id in ahead:
             held.setdefault(task_id, AHEAD)
         return held
 
-    def handed_over(self, task_ids: Any, snapshot: dict[str, int], owners: Any) -> None:
-        """The ping's reply: ``task_ids`` (of ``snapshot``) are no longer this worker's."""
+    def handed_over(self, task_ids: Any, snapshot: dict[str, int], owners: Any, taken: str = "") -> None:
+        """The ping's reply: ``task_ids`` (of ``snapshot``) are no longer this worker's; ``taken``: a grant
+        made ahead the loop has just taken from its queue to start."""
         owners = owners if isinstance(owners, dict) else {}
         self.confirmed_at = time.monotonic()
+        queued = {*self._queued(), taken}  # a grant the loop dropped itself meanwhile is no news
         with self._lock:
             for task_id in task_ids if isinstance(task_ids, list) else []:
                 number = snapshot.get(task_id) if isinstance(task_id, str) else None
                 if number is None or self._runs.get(task_id, AHEAD) != number:
                     continue  # not sent, or its run ended (or a grant made ahead started) meanwhile
+                if number == AHEAD and task_id not in queued:
+                    continue
                 if task_id in self._lost or task_id in self._disowned:
                     continue  # told before, by an earlier ping
                 owner = owners.get(task_id)
@@ -191,13 +198,13 @@ class Handover:
     def take_granted_ahead(self) -> dict[str, Any] | None:
         """The runner's next grant made ahead that is still this worker's."""
         while True:
-            reply = self._runner.take_granted_ahead()
+            reply: dict[str, Any] | None = self._runner.take_granted_ahead()
             task_id = reply.get("task_id") if isinstance(reply, dict) else None
             if not isinstance(task_id, str):
-                return reply  # type: ignore[no-any-return]
+                return reply
             handed_to = self._handed_to(task_id)
             if handed_to is False:
-                return reply  # type: ignore[no-any-return]
+                return reply
             self._dropped[task_id] = handed_to if isinstance(handed_to, str) else None
 
     def _handed_to(self, task_id: str) -> str | None | bool:
@@ -215,7 +222,7 @@ class Handover:
             except RPCError:  # still unreachable: a stale report is refused by the scheduler anyway
                 return False
             if isinstance(reply, dict):
-                book.handed_over(reply.get("handed_over"), held, reply.get("handed_to"))
+                book.handed_over(reply.get("handed_over"), held, reply.get("handed_to"), task_id)
             lost = book.pop_lost(task_id)
         return False if lost is None else lost.new_owner
 

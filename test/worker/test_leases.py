@@ -57,6 +57,15 @@ def test_a_grant_made_ahead_is_held_and_lost_only_while_it_has_not_started():
     assert not book.disowned("B")  # nothing of it ran here
 
 
+def test_a_grant_the_worker_dropped_itself_meanwhile_is_no_news():
+    queue = ["B"]
+    book = LeaseBook(lambda: list(queue))
+    held = book.snapshot()
+    queue.clear()  # its assumption did not finish DONE: the worker left it out, the scheduler put it back
+    book.handed_over(["B"], held, {})
+    assert book.take_lost() == []
+
+
 # -- pings: ``held`` only to a scheduler that says it understands it ------------------------------------
 
 PINGS = 0.05
