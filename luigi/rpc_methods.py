@@ -198,7 +198,13 @@ _METHODS: tuple[RpcMethod, ...] = (
     RpcMethod("add_worker", (_WORKER, _param("info", "any")), mutating=True, lenient=True),
     RpcMethod("disable_worker", (_WORKER,), mutating=True),
     RpcMethod("set_worker_processes", (_WORKER, _param("n", "int")), mutating=True),
-    RpcMethod("ping", (_WORKER,), mutating=True, attempts=1, lenient=True),
+    RpcMethod(
+        "ping",
+        (_WORKER, _param("held", "list[name]?", None, extension=True)),  # ours: rules.leases
+        mutating=True,
+        attempts=1,
+        lenient=True,
+    ),
     RpcMethod(
         "get_work",
         (

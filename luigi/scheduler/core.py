@@ -26,6 +26,7 @@ from luigi.scheduler.model.changes import ChangeSet
 from luigi.scheduler.model.clock import Clock, system_time
 from luigi.scheduler.model.records import TaskRecord
 from luigi.scheduler.model.state import SchedulerState
+from luigi.scheduler.rules import leases
 from luigi.scheduler.rules.get_work import GetWork, Selection
 from luigi.scheduler.rules.intake import ReportIntake, TaskReport, unbatched_params
 from luigi.scheduler.rules.pruning import prune as prune_state
@@ -355,9 +356,20 @@ class Scheduler:
         """Ask the worker (through its next ``ping``) to run ``n`` processes."""
         self._state.queue_worker_message(worker, "set_worker_processes", n=n)
 
-    def ping(self, worker: str, **kwargs: Any) -> dict[str, Any]:
-        """Keep the worker alive and hand it its queued messages."""
-        return {"rpc_messages": self._state.take_worker_messages(worker)}
+    def ping(self, worker: str, held: list[str] | None = None, **kwargs: Any) -> dict[str, Any]:
+        """Keep the worker alive and hand it its queued messages; with ``held`` (the tasks our worker runs
+        or holds granted ahead), also which of them it no longer owns (``handed_over``, and ``handed_to``:
+        who runs those now), see ``rules.leases``."""
+        reply: dict[str, Any] = {"rpc_messages": self._state.take_worker_messages(worker)}
+        if held is not None:
+            handed_over, renewed = leases.check_held(self._state, worker, held)
+            for task in renewed:
+                logger.info("Worker %s is back and still holds %s: it runs it again", worker, task.id)
+                leases.renew(self._state, self._rules.set_status, task, worker)
+                record_history(self._task_history, task, RUNNING)
+            reply["handed_over"] = handed_over
+            reply["handed_to"] = leases.new_owners(self._state, handed_over)
+        return reply
 
     def worker_list(self, include_running: bool = True, **kwargs: Any) -> list[dict[str, Any]]:
         """Active workers, newest first, with their info, running tasks and pending counts."""
@@ -416,8 +428,9 @@ class Scheduler:
     # -- task run logs (ours: workers of this project ship them, a Luigi worker sends none) --------------
 
     def scheduler_features(self) -> dict[str, Any]:
-        """What this scheduler offers beyond Luigi's RPC surface: ``task_logs`` (it keeps run logs)."""
-        return {"task_logs": self._task_logs is not None}
+        """What this scheduler offers beyond Luigi's RPC surface: ``task_logs`` (it keeps run logs) and
+        ``leases`` (a ``ping`` may say which tasks it holds, and is told which were handed over)."""
+        return {"task_logs": self._task_logs is not None, "leases": True}
 
     def append_task_log(
         self, task_id: str, worker: str, run: str, offset: int, chunk: str, ended: bool = False

@@ -145,6 +145,14 @@ class RunnerChoice:
         """Tasks granted ahead and not started yet."""
         return self.in_process.granted_ahead()
 
+    def let_go(self, task_id: str) -> bool:
+        """``task_id`` was handed to another worker: kill its run in a slot, or drop its grant made
+        ahead; False when neither can be done (it runs in this process, or has ended)."""
+        cancel = getattr(self.in_slots, "cancel", None)  # a ``SlotRunner``'s
+        if cancel is not None and cancel(task_id):
+            return True
+        return self.in_process.forget_granted_ahead(task_id)
+
     def shut_down(self) -> None:
         """Retire idle slots and kill busy ones."""
         self.in_process.shut_down()
@@ -295,6 +303,10 @@ class InProcessRunner:
     def granted_ahead(self) -> list[str]:
         """Tasks granted ahead that have not started yet."""
         return self._ahead.queued() if self._ahead is not None else []
+
+    def forget_granted_ahead(self, task_id: str) -> bool:
+        """Drop an unstarted grant made ahead (handed to another worker); False if none is queued."""
+        return self._ahead.forget(task_id) if self._ahead is not None else False
 
     def shut_down(self) -> None:
         """Kill what the tasks run here left running; undelivered messages are dropped with their tasks."""

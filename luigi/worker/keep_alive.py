@@ -10,6 +10,7 @@ from typing import Any, cast
 from luigi.rpc import RemoteScheduler
 from luigi.scheduler_api import SchedulerAPI
 from luigi.worker.get_work_reply import WorkGrant
+from luigi.worker.leases import LeaseBook
 
 logger = logging.getLogger("luigi-interface")
 
@@ -55,8 +56,10 @@ class KeepAliveThread(threading.Thread):
         worker_id: str,
         ping_interval: float,
         on_message: Callable[[dict[str, Any]], None],
+        leases: LeaseBook | None = None,
     ) -> None:
         super().__init__(name="luigi-keep-alive", daemon=True)
+        self._leases = leases
         self._scheduler = scheduler
         self._worker_id = worker_id
         self._ping_interval = ping_interval
@@ -68,14 +71,23 @@ class KeepAliveThread(threading.Thread):
         self._should_stop.set()
 
     def run(self) -> None:
+        if self._leases is not None:
+            self._leases.pinging = True
         while not self._should_stop.wait(self._ping_interval):
             self.ping_once()
+        if self._leases is not None:
+            self._leases.pinging = False
         logger.info("Worker %s was stopped. Shutting down Keep-Alive thread", self._worker_id)
 
     def ping_once(self) -> None:
-        """One ping and the dispatch of the messages it returned."""
+        """One ping and the dispatch of the messages it returned (and of what it says was handed over)."""
+        leases = self._leases if self._leases is not None and self._leases.enabled else None
+        held = leases.snapshot() if leases is not None else None
         try:
-            response = self._scheduler.ping(worker=self._worker_id)
+            if held is None:
+                response = self._scheduler.ping(worker=self._worker_id)
+            else:
+                response = self._scheduler.ping(worker=self._worker_id, held=list(held))
         except Exception:  # the scheduler may be briefly unreachable; the next ping will tell
             if not self._failing:
                 logger.warning("Failed pinging scheduler", exc_info=True)
@@ -84,6 +96,8 @@ class KeepAliveThread(threading.Thread):
         if self._failing:
             logger.info("Pinging the scheduler works again")
             self._failing = False
+        if leases is not None and held is not None and isinstance(response, dict):
+            leases.handed_over(response.get("handed_over"), held, response.get("handed_to"))
         messages = response.get("rpc_messages", []) if isinstance(response, dict) else []
         for message in messages if isinstance(messages, list) else []:
             try:

@@ -133,6 +133,14 @@ class AheadAsker:
         """The tasks granted to this worker that it has not started yet (they are its current tasks)."""
         return [grant["task_id"] for grant in self._queue if isinstance(grant.get("task_id"), str)]
 
+    def forget(self, task_id: str) -> bool:
+        """Drop the grant of ``task_id`` unstarted (handed to another worker); False if none is queued."""
+        for grant in list(self._queue):
+            if grant.get("task_id") == task_id:
+                self._queue.remove(grant)
+                return True
+        return False
+
     def take(self) -> dict[str, Any] | None:
         """The next grant the asks ahead brought, if any (else ask the ordinary way); the answer to an
         ask is read once the grants before it are taken.

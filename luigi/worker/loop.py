@@ -38,6 +38,7 @@ from luigi.worker.execution import InProcessRunner, RunnerChoice, TaskRunner
 from luigi.worker.get_work_reply import WORKER_STATE_DISABLED, WorkGrant
 from luigi.worker.graph_walk import FailureEmails, GraphWalk, TaskLedger, retry_policy_dict, validate_task
 from luigi.worker.keep_alive import KeepAliveThread, serialized, should_stay_alive
+from luigi.worker.leases import Handover, LeaseBook
 from luigi.worker.lookahead import AheadAsker, Lookahead
 from luigi.worker.messages import Message, MessageRouter
 from luigi.worker.progress import ProgressLine, progress_line_for_terminal, progress_of
@@ -134,6 +135,10 @@ class Worker:
         self._process_tag = process_tree.worker_tag()  # every task run here is tagged under it
         self._in_process: InProcessRunner | None = None
         self._runner: TaskRunner = self._build_runner(remote)
+        self._leases = LeaseBook(self._runner.granted_ahead)  # what the pings say this worker holds
+        self._handover = Handover(
+            self._leases, self._rpc, self._id, self._config.ping_interval, self._runner, self._forget_run
+        )
         self._stop = GracefulStop(self._config.shutdown_grace, self._start_phasing_out, self._stop_now)
         self._idle_since: float | None = None
         self._keep_alive_thread: KeepAliveThread | None = None
@@ -192,7 +197,7 @@ class Worker:
     def __enter__(self) -> Worker:
         """Start pinging the scheduler so it knows this worker (and its running tasks) are alive."""
         self._keep_alive_thread = KeepAliveThread(
-            self._rpc, self._id, self._config.ping_interval, self._handle_rpc_message
+            self._rpc, self._id, self._config.ping_interval, self._handle_rpc_message, self._leases
         )
         self._keep_alive_thread.start()
         return self
@@ -319,6 +324,7 @@ class Worker:
         logger.info("Running Worker with %d processes", self.worker_processes)
         self.run_succeeded = True
         self._announce_to_scheduler()
+        self._leases.enable(self._handover.scheduler_tracks_leases())
         self._capture_task_logs_if_kept()
         self._progress = progress_line_for_terminal(_progress_enabled())
         try:
@@ -386,7 +392,8 @@ class Worker:
     def _get_work(self) -> WorkGrant:
         """Ask the scheduler for a task (nothing once stopping, but a task granted ahead is ours to run),
         loading tasks we did not schedule."""
-        reply = self._runner.take_granted_ahead()
+        self._note_new_owners(self._handover.let_go())
+        reply = self._handover.take_granted_ahead()
         if reply is None:
             if self._stop_requesting_work:
                 return WorkGrant.nothing(WORKER_STATE_DISABLED)
@@ -508,6 +515,7 @@ class Worker:
         task = self._ledger.tasks[task_id]
         timeout = task.worker_timeout if task.worker_timeout is not None else self._config.timeout
         self._running_tasks[task_id] = task
+        self._leases.started(task_id)
         self._runner.start(task, timeout or None)
         self._show_progress()
 
@@ -515,6 +523,7 @@ class Worker:
         """Handle finished tasks; with ``block``, wait (at most ``wait_interval``) for one to finish."""
         if block:
             self._runner.wait(self._stop.remaining(max(self._config.wait_interval, 0.0)))
+        self._note_new_owners(self._handover.let_go())
         for outcome in self._runner.collect():
             self._handle_outcome(outcome)
         if block and self._running_tasks and self._stop.is_due():
@@ -523,8 +532,11 @@ class Worker:
     def _handle_outcome(self, outcome: TaskOutcome) -> None:
         """Report one finished run to the scheduler, adding dynamic dependencies and rescheduling."""
         task = self._ledger.tasks.get(outcome.task_id)
-        if task is None or self._running_tasks.pop(outcome.task_id, None) is None:
+        if task is None or self._note_new_owners(self._handover.ended_elsewhere(outcome.task_id)):
+            return
+        if self._running_tasks.pop(outcome.task_id, None) is None:
             return  # not a task we are running (a stale report)
+        self._leases.ended(outcome.task_id)
         self._messages.close(outcome.task_id)
         new_dep_ids = self._add_dynamic_dependencies(task, outcome) if outcome.new_deps else []
         if outcome.status == FAILED and not (is_external(task) and self._config.retry_external_tasks):
@@ -555,6 +567,19 @@ class Worker:
             self._reschedule_if_allowed(task, outcome.missing)
         self.run_succeeded &= outcome.status == DONE or bool(new_dep_ids)
         self._show_progress(force=not self._running_tasks)
+
+    def _forget_run(self, task_id: str) -> None:
+        """The run of ``task_id`` was handed to another worker: it is not ours to report any more."""
+        self._running_tasks.pop(task_id, None)
+        self._messages.close(task_id)
+
+    def _note_new_owners(self, owners: dict[str, str | None]) -> bool:
+        """File tasks handed over to a known worker in the summary as run by it; True if any was handed."""
+        for task_id, owner in owners.items():
+            if owner is not None:
+                running = [{"task_id": task_id, "worker": owner}]
+                self._get_work_response_history.append({"task_id": None, "running_tasks": running})
+        return bool(owners)
 
     def _add_dynamic_dependencies(self, task: Task, outcome: TaskOutcome) -> list[str]:
         """Build the yielded tasks and walk them into the scheduler; returns their ids.

@@ -129,7 +129,15 @@ def test_an_unexpected_argument_is_named_with_the_accepted_ones():
 
 
 def test_methods_that_evolve_with_clients_drop_unknown_arguments():
-    assert validate_call("ping", {"worker": "w", "current_tasks": []}) == {"worker": "w"}
+    assert validate_call("ping", {"worker": "w", "current_tasks": []}) == {"worker": "w", "held": None}
+
+
+def test_the_tasks_a_ping_says_it_holds_are_checked_at_the_door():
+    assert validate_call("ping", {"worker": "w", "held": ["A", "B"]}) == {"worker": "w", "held": ["A", "B"]}
+    with pytest.raises(RpcArgumentError, match="ping: argument 'held' must be a list of strings or null"):
+        validate_call("ping", {"worker": "w", "held": "A"})
+    with pytest.raises(RpcArgumentError, match="ping: argument 'held'"):
+        validate_call("ping", {"worker": "w", "held": ["x" * 5000]})
 
 
 def test_an_argument_of_the_wrong_json_type_is_named():

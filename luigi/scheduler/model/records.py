@@ -62,6 +62,9 @@ class TaskRecord:
     batchable: bool = False
     batch_id: str | None = None
     owners: list[str] = field(default_factory=list)
+    # who lost its run of the task, while nobody has started it since (``rules.leases``): a dict of
+    # ``worker``, ``ahead`` (a grant made ahead, put back) and ``failed_at`` (the failure the loss added)
+    lost_lease: dict[str, Any] | None = None
     # derived: rebuilt from the fields above
     unfinished_deps: int = 0
     resource_key: ResourceKey = ()

@@ -312,6 +312,7 @@ class SchedulerState:
     def start_run(self, task: TaskRecord, worker_id: str, held: dict[str, Any] | None) -> None:
         """Record that ``worker_id`` runs the task from now, holding ``held`` (None: as before)."""
         task.worker_running = worker_id
+        task.lost_lease = None  # someone started it: a lost run's lease cannot be renewed any more
         if held is not None:
             task.resources_running = held
         task.time_running = self.clock()

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from luigi.scheduler.model.records import TaskRecord
 from luigi.scheduler.model.state import ACTIVE_RUN_STATUSES, SchedulerState
-from luigi.scheduler.rules import policy
+from luigi.scheduler.rules import leases, policy
 from luigi.task_status import BATCH_RUNNING, DISABLED, DONE, FAILED, PENDING, RUNNING
 
 logger = logging.getLogger("luigi.scheduler")
@@ -36,6 +36,8 @@ class StatusRules:
                 return  # workers may not override a scheduler disable before it expires
         if task.status == RUNNING and task.batch_id is not None and new_status != RUNNING:
             self._end_batch(task, new_status)
+        if new_status != PENDING:
+            leases.forget_loss(self.state, task)  # a report or a start ends a lost run's lease
         now = self.state.clock()
         old_status = task.status
         if new_status == FAILED and task.status != DISABLED:
@@ -83,8 +85,12 @@ class StatusRules:
             return
         if runner in task.stakeholders or runner in assistants:
             return
+        renewable = task.status == RUNNING and task.batch_id is None
         if task.status == RUNNING and (task.unfinished_deps or task.granted_ahead):
+            ahead = task.granted_ahead
             self.put_back(task)  # it was waiting in the lost worker's queue: never started
+            if renewable and task.status == PENDING:
+                leases.record_loss(self.state, task, runner, ahead, None)
             return
         logger.info(
             "Task %r is marked as running by disconnected worker %r -> marking as FAILED "
@@ -95,6 +101,9 @@ class StatusRules:
         )
         self.state.clear_runner(task, release=False)
         self.set_status(task, FAILED)
+        if renewable and task.status == FAILED:  # (not when the failure disabled it)
+            failed_at = task.failure_times[-1] if task.failure_times else None
+            leases.record_loss(self.state, task, runner, False, failed_at)
 
     def _end_batch(self, leader: TaskRecord, new_status: str) -> None:
         """The batch leader finished: its members take the same status and leave the batch."""

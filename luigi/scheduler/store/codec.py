@@ -56,6 +56,7 @@ TASK_FIELDS: tuple[tuple[str, str], ...] = (
     ("batchable", "bool"),
     ("batch_id", "text?"),
     ("owners", "list"),
+    ("lost_lease", "dict?"),  # since schema version 2
 )
 
 WORKER_FIELDS: tuple[tuple[str, str], ...] = (

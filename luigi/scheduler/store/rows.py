@@ -200,12 +200,15 @@ def _record_values(kind: _RecordTable, value: Any) -> dict[str, Values | None]:
     if not isinstance(value, dict):
         raise CorruptStateError(f"{kind.name} is {_shown(value)}, expected an object of value lists")
     width = len(kind.table.c)  # the fields and seq
+    later = len(schema.LATER_TASK_FIELDS) if kind is _TASKS else 0  # an older version's line lacks them
     for key, values in value.items():
         if values is None:
             continue
         where = f"{kind.name} row {key!r}"
-        if not isinstance(values, list) or len(values) != width:
+        if not isinstance(values, list) or not width - later <= len(values) <= width:
             raise CorruptStateError(f"{where} is {_shown(values)}, expected a list of {width} values")
+        if len(values) < width:  # the newer fields (last but seq) are None, as the migration leaves them
+            values[-1:-1] = [None] * (width - len(values))
         try:
             row = kind.row(values)
         except (TypeError, ValueError) as exc:

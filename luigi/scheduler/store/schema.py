@@ -20,6 +20,7 @@ from sqlalchemy import (
     Text,
     inspect,
     select,
+    text,
 )
 from sqlalchemy.types import TypeEngine
 
@@ -44,6 +45,21 @@ def _column(name: str, kind: str) -> Column[Any]:
     return Column(name, column_type, primary_key=base == "key", nullable=kind.endswith("?"))
 
 
+# Task fields added after version 1: the version that added each (its column is added by that migration).
+LATER_TASK_FIELDS = {"lost_lease": 2}
+
+
+def _tasks_table(owner: MetaData, version: int) -> Table:
+    """The ``tasks`` table as schema ``version`` has it."""
+    fields = [(name, kind) for name, kind in TASK_FIELDS if LATER_TASK_FIELDS.get(name, 1) <= version]
+    return Table(
+        "tasks",
+        owner,
+        *(_column(name, kind) for name, kind in fields),
+        Column("seq", Integer, nullable=False),
+    )
+
+
 metadata = MetaData()
 meta = Table(
     "meta",
@@ -52,12 +68,7 @@ meta = Table(
     Column("value", Text, nullable=False),
 )
 # ``seq`` keeps each record's place in the scheduler's dicts (their insertion order) across restarts.
-tasks = Table(
-    "tasks",
-    metadata,
-    *(_column(name, kind) for name, kind in TASK_FIELDS),
-    Column("seq", Integer, nullable=False),
-)
+tasks = _tasks_table(metadata, max(LATER_TASK_FIELDS.values()))
 workers = Table(
     "workers",
     metadata,
@@ -82,15 +93,21 @@ batchers = Table(
 
 
 def _create_version_1(conn: Connection) -> None:
-    # Version 1 is also the current layout. When a later version changes a table, copy the version 1
-    # definitions in here first, so that old databases are still created and upgraded step by step.
-    metadata.create_all(conn)
+    # Version 1's layout: today's, but its ``tasks`` table lacks the columns later versions added.
+    metadata.create_all(conn, tables=[meta, workers, resources, batchers])
+    _tasks_table(MetaData(), 1).create(conn)
     conn.execute(meta.insert(), [{"key": PAUSED_KEY, "value": "false"}])
+
+
+def _add_lost_lease(conn: Connection) -> None:
+    # Text: a JSON object or null (``codec`` kind "dict?"); nullable, so the existing rows read as None.
+    conn.execute(text("ALTER TABLE tasks ADD COLUMN lost_lease TEXT"))
 
 
 # Migration N takes a database at version N-1 to version N, inside the opening transaction.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "tasks, workers, resources, batchers, meta", _create_version_1),
+    Migration(2, "tasks.lost_lease: who lost a run whose lease it may renew", _add_lost_lease),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

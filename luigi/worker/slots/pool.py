@@ -285,6 +285,17 @@ class SlotPool:
                 self._discard(slot)
         return outcomes
 
+    def cancel(self, task_id: str) -> bool:
+        """Kill the slot running ``task_id`` and every process of its task; its outcome is dropped."""
+        slot = self.slot_running(task_id)
+        if slot is None:
+            return False
+        slot.kill()
+        slot.job = None
+        slot.close()
+        self._slots.remove(slot)
+        return True
+
     def _discard(self, slot: TaskSlot) -> None:
         """Retire an idle slot, or kill a busy one with everything its task started."""
         if slot.job is None:

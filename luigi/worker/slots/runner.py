@@ -79,6 +79,10 @@ class SlotRunner:
         outcomes.extend(self.pool.collect(time.time()))
         return outcomes
 
+    def cancel(self, task_id: str) -> bool:
+        """Kill the run of ``task_id`` with its process tree, no outcome kept; False if no slot runs it."""
+        return self.pool.cancel(task_id)
+
     def take_granted_ahead(self) -> dict[str, Any] | None:
         """Never anything: tasks in slots run while the worker asks, so there is no round trip to hide."""
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import math
 import os
@@ -166,7 +167,7 @@ def test_changes_survive_their_journal_line_including_non_finite_floats_and_unic
         ('{"v": 1, "tasks": []}', "tasks is [], expected an object of value lists"),
         (
             '{"v": 1, "tasks": {"A": {"id": "A"}}}',
-            "tasks row 'A' is {'id': 'A'}, expected a list of 33 values",
+            "tasks row 'A' is {'id': 'A'}, expected a list of 34 values",
         ),
         ('{"v": 1, "workers": {"w": [1]}}', "workers row 'w' is [1], expected a list of 9 values"),
         ('{"v": 1, "batchers": {"w": {}}}', "batchers of 'w' are {}, expected a list of rows"),
@@ -683,3 +684,18 @@ def test_a_slice_that_cannot_be_written_stays_pending_in_its_place(state_file, j
     sch.checkpoint()
     assert stored_task_ids(state_file) == {f"T{n}" for n in range(4)}
     assert journal_file.read_bytes() == b""
+
+
+def test_a_journal_line_written_before_lost_lease_existed_is_replayed(state_file, journal_file, clock):
+    before = open_scheduler(state_file, clock)
+    before.add_task(worker=WORKER, task_id="A", family="A")
+    before.flush()
+    entry = json.loads(journal_file.read_text().splitlines()[0])
+    values = entry["tasks"]["A"]
+    del values[-2]  # lost_lease, the last field before seq: what the previous version journaled
+    json_line = json.dumps(entry)
+    journal_file.write_text(json_line + "\n")
+
+    after = open_scheduler(state_file, clock)
+    assert statuses(after) == {"A": "PENDING"}
+    assert after._state.tasks["A"].lost_lease is None

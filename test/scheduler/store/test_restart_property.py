@@ -124,6 +124,9 @@ call = weighted(
     (1, named("offer_batch", st.tuples(worker, st.sampled_from([2, math.inf])))),
     (4, named("advance", st.sampled_from([1, 11, 61, 101, 301, 1001, 2001]))),
     (2, named("ping", st.fixed_dictionaries({"worker": worker}))),
+    # our worker's ping: what it holds; a lost run's lease (TaskRecord.lost_lease) may be renewed
+    (2, named("ping", st.fixed_dictionaries({"worker": worker, "held": some_tasks}))),
+    (3, named("comes_back", st.tuples(worker, some_tasks))),
     (3, named("prune", st.just({}))),
     (2, batcher),
     (2, named("restart", st.booleans())),
@@ -214,6 +217,8 @@ class Twins:
             self.both(method, task_id=self.task(ref))
         elif name == "task_extras":
             self.task_extras(*args)
+        elif name == "comes_back":
+            self.comes_back(*args)
         else:
             reply = self.both(name, **args)
             if name == "get_work" and reply.get("batch_id"):
@@ -260,6 +265,13 @@ class Twins:
             params=reply["task_params"],
         )
         return combined
+
+    def comes_back(self, worker_id: str, others: list[str]) -> None:
+        """A worker of ours pings with what it holds: the runs it lost or still has, and ``others``."""
+        tasks = self.plain._state.tasks.values()
+        lost = [t.id for t in tasks if (t.lost_lease or {}).get("worker") == worker_id]
+        running = [t.id for t in tasks if t.worker_running == worker_id]
+        self.both("ping", worker=worker_id, held=sorted({*lost, *running, *others}))
 
     def task_extras(self, extra: str, ref: int, n: int) -> None:
         """Calls a running task makes about itself (mostly about a RUNNING one)."""

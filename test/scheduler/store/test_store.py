@@ -433,17 +433,18 @@ def test_an_older_schema_is_upgraded_by_the_numbered_migrations(state_file, cloc
     before.close()
 
     def add_a_note(conn):
-        conn.execute(schema.meta.insert(), [{"key": "note", "value": "added by version 2"}])
+        conn.execute(schema.meta.insert(), [{"key": "note", "value": "added by a later version"}])
 
-    monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS, Migration(2, "a note", add_a_note)))
+    later = schema.SCHEMA_VERSION + 1
+    monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS, Migration(later, "a note", add_a_note)))
     after = open_scheduler(state_file, clock)
     assert status_of(after, "A") == "PENDING"
     after.close()
     with sqlite3.connect(state_file) as conn:
         meta = dict(conn.execute("SELECT key, value FROM meta"))
     conn.close()
-    assert meta["schema_version"] == "2"
-    assert meta["note"] == "added by version 2"
+    assert meta["schema_version"] == str(later)
+    assert meta["note"] == "added by a later version"
 
 
 def test_a_state_path_that_is_a_directory_gives_a_clear_error(tmp_path):
@@ -524,3 +525,24 @@ def test_a_lost_database_connection_is_opened_again_and_nothing_is_lost(clock):
         after = open_scheduler(url, clock)
         assert sorted(after.task_list("")) == ["A", "B"]
         after.close()
+
+
+def test_a_version_1_database_gets_the_lost_lease_column_and_keeps_its_tasks(state_file, clock):
+    before = open_scheduler(state_file, clock)
+    before.add_task(worker=WORKER, task_id="A")
+    before.close()
+    with sqlite3.connect(state_file) as conn:  # what version 1 wrote: no lost_lease column
+        conn.execute("ALTER TABLE tasks DROP COLUMN lost_lease")
+        conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    conn.close()
+
+    after = open_scheduler(state_file, clock)
+    assert status_of(after, "A") == "PENDING"
+    assert after._state.tasks["A"].lost_lease is None
+    after.close()
+    with sqlite3.connect(state_file) as conn:
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(tasks)")]
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+    conn.close()
+    assert "lost_lease" in columns
+    assert version == str(schema.SCHEMA_VERSION)
