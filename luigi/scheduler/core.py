@@ -166,6 +166,11 @@ class Scheduler:
         for task_id in stale:  # rebuilding dropped unknown workers from these
             state.mark_changed(task_id)
 
+    def note_alive(self, worker: str) -> None:
+        """A known worker pinged while its ping could not be served (the state cannot be saved): it is
+        alive all the same, and is not dropped for silence (not an RPC method)."""
+        self._state.note_alive(worker)
+
     def flush(self) -> None:
         """Make every change since the last flush durable, all or nothing (a no-op when nothing changed).
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -305,7 +305,7 @@ def serve_json_call(scheduler: Scheduler, name: str, data: dict[str, Any], clien
 def serve_call(scheduler: Scheduler, method: RpcMethod, kwargs: Mapping[str, Any]) -> str:
     """``call_scheduler``, then the flush that makes its changes durable (also after a failed call)."""
     if method.mutating:
-        store_health.check_writable(scheduler)
+        _check_writable(scheduler, [(method.name, kwargs)])
     try:
         return call_scheduler(scheduler, method, kwargs)
     finally:
@@ -317,10 +317,24 @@ def serve_batch(scheduler: Scheduler, data: dict[str, Any], client: str | None) 
     batch = parse_batch(data)
     mutating = any(_is_mutating(name) for name, _ in batch.calls)
     if mutating:
-        store_health.check_writable(scheduler)
+        _check_writable(scheduler, batch.calls)
     parts = run_batch(scheduler, batch, client)
     flush_scheduler(scheduler, mutating)  # once per batch: one transaction for all its calls
     return "[" + ", ".join(parts) + "]"
+
+
+def _check_writable(scheduler: Scheduler, calls: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
+    """``store_health.check_writable``; a refused ping still tells that its worker is alive (that needs
+    no save), so that an outage of the state store longer than the disconnect delay drops no worker."""
+    try:
+        store_health.check_writable(scheduler)
+    except ClientError:
+        note_alive = getattr(scheduler, "note_alive", None)  # tests serve stand-ins that have none
+        for name, kwargs in calls:
+            worker = kwargs.get("worker") if isinstance(kwargs, Mapping) else None
+            if name == "ping" and isinstance(worker, str) and note_alive is not None:
+                note_alive(worker)
+        raise
 
 
 def _is_mutating(name: str) -> bool:

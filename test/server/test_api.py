@@ -303,8 +303,8 @@ def test_a_body_exactly_at_the_cap_is_accepted():
 # -- the routed method set ---------------------------------------------------------------------------------
 
 
-# The scheduler's methods the server itself calls (durable state, due deadlines): never routed.
-SERVER_HOOKS = ("load", "flush", "checkpoint", "dump", "close", "prune_if_due")
+# The scheduler's methods the server itself calls (state, deadlines, a refused ping): never routed.
+SERVER_HOOKS = ("load", "flush", "checkpoint", "dump", "close", "prune_if_due", "note_alive")
 
 
 def lifecycle_free_public_methods() -> set[str]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import signal
 import sqlite3
+import threading
+import time
 from contextlib import suppress
 
 from helpers.luigid import running_luigid, wait_until
@@ -63,3 +65,27 @@ def test_a_full_disk_refuses_changes_with_503_keeps_reads_and_resumes_losing_not
             assert acknowledged <= _known(restarted.probe())
         with suppress(FileNotFoundError):
             filler.unlink()
+
+
+def test_a_worker_that_keeps_pinging_through_a_full_disk_is_not_dropped(tmp_path):
+    config = "[scheduler]\nworker_disconnect_delay = 1\n"
+    with tiny_tmpfs(tmp_path / "state") as volume:
+        with running_luigid(tmp_path, "--state-path", str(volume / "state.db"), config=config) as luigid:
+            probe = luigid.probe()
+            assert _add(probe, "Long").status == 200
+            grant = probe.call("get_work", {"worker": "w", "host": "h"}).json()["response"]
+            assert grant["task_id"] == "Long"
+            filler = fill(volume)
+            for i in range(5000):  # until luigid refuses changes
+                if _add(probe, f"during_{i}").status == 503:
+                    break
+            outage_ends = time.monotonic() + 4  # four disconnect delays: a silent worker would be dropped
+            while time.monotonic() < outage_ends:
+                assert probe.call("ping", {"worker": "w"}).status == 503
+                threading.Event().wait(0.2)  # the pace of a keep-alive thread (nothing to wait for)
+                running = probe.call("task_list", {"status": "RUNNING", "upstream_status": ""}, verb="GET")
+                assert set(running.json()["response"]) == {"Long"}, "the pinging worker was dropped"
+            filler.unlink()
+            wait_until(lambda: probe.call("ping", {"worker": "w"}).status == 200, timeout=30, what="resuming")
+            workers = probe.call("worker_list", {}, verb="GET").json()["response"]
+            assert [worker["name"] for worker in workers] == ["w"]

@@ -420,6 +420,12 @@ class SchedulerState:
             self.mark_worker_changed(worker_id)
         return worker
 
+    def note_alive(self, worker_id: str) -> None:
+        """A known worker is alive; nothing saved changes (``last_active`` is not saved)."""
+        worker = self.workers.get(worker_id)
+        if worker is not None:
+            worker.last_active = self.clock()
+
     def remove_worker(self, worker_id: str) -> None:
         """Forget a silent worker: it no longer runs or keeps alive any task."""
         worker = self.workers.get(worker_id)
