@@ -8,13 +8,13 @@ so that clients newer or older than this scheduler keep working.
 
 from __future__ import annotations
 
-import functools
 import logging
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from luigi.metrics import MetricsCollector, MetricsCollectors
+from luigi.scheduler.extensions import ExtensionMethods
 from luigi.scheduler.hooks import (
     FailureBatcher,
     default_batch_notifier,
@@ -26,6 +26,7 @@ from luigi.scheduler.model.changes import ChangeSet
 from luigi.scheduler.model.clock import Clock, system_time
 from luigi.scheduler.model.records import TaskRecord
 from luigi.scheduler.model.state import SchedulerState
+from luigi.scheduler.reads import ReadMethods
 from luigi.scheduler.rules import leases
 from luigi.scheduler.rules.get_work import GetWork, Selection
 from luigi.scheduler.rules.intake import ReportIntake, TaskReport, unbatched_params
@@ -37,10 +38,7 @@ from luigi.scheduler.settings import SchedulerConfig
 from luigi.scheduler.store.base import NullStore, StateStore
 from luigi.scheduler.store.task_logs import TaskLogStore
 from luigi.scheduler.views import queries
-from luigi.scheduler.views.census import Census
-from luigi.scheduler.views.neighbourhood import GraphViews, detail_of
-from luigi.scheduler.views.serialize import serialize_task, traverse_graph
-from luigi.scheduler.views.task_pages import PageQuery, TaskPages
+from luigi.scheduler.views.serialize import serialize_task
 from luigi.scheduler.views.vitals import SchedulerVitals
 from luigi.task import Config
 from luigi.task_history import TaskHistory
@@ -54,10 +52,14 @@ from luigi.task_status import (
 
 logger = logging.getLogger("luigi.scheduler")
 
+# The public methods the server calls itself (durable state, due deadlines, a refused ping's sign of
+# life): not RPC methods, never routed. Every other public method is one of ``luigi.rpc_methods``.
+SERVER_HOOKS = frozenset({"load", "flush", "checkpoint", "dump", "close", "prune_if_due", "note_alive"})
+
 LOG_EXPIRY_EVERY_SECONDS = 3600.0  # how often prune() deletes task logs past [scheduler] task_log_keep_days
 
 
-class Scheduler:
+class Scheduler(ReadMethods, ExtensionMethods):
     """Keeps the task graph, decides which worker runs what, and answers the visualiser.
 
     Args:
@@ -112,19 +114,6 @@ class Scheduler:
         if self._store.tracks_changes:
             self._state.changes = ChangeSet()
         self._schedules: ScheduleDesk = schedules if schedules is not None else NoSchedules()
-
-    # The visualiser's views, made at their first use: a pipeline run without a visualiser needs none.
-    @functools.cached_property
-    def _census(self) -> Census:
-        return Census(self._state)
-
-    @functools.cached_property
-    def _pages(self) -> TaskPages:
-        return TaskPages(self._state, self._census)
-
-    @functools.cached_property
-    def _graphs(self) -> GraphViews:
-        return GraphViews(self._state)
 
     @property
     def config(self) -> SchedulerConfig:
@@ -430,28 +419,6 @@ class Scheduler:
             for target in self._with_batch_members(task):
                 self._state.set_fields(target, progress_percentage=progress_percentage)
 
-    # -- task run logs (ours: workers of this project ship them, a Luigi worker sends none) --------------
-
-    def scheduler_features(self) -> dict[str, Any]:
-        """What this scheduler offers beyond Luigi's RPC surface: ``task_logs`` (it keeps run logs) and
-        ``leases`` (a ``ping`` may say which tasks it holds, and is told which were handed over)."""
-        return {"task_logs": self._task_logs is not None, "leases": True}
-
-    def append_task_log(
-        self, task_id: str, worker: str, run: str, offset: int, chunk: str, ended: bool = False
-    ) -> None:
-        """Keep a chunk of a task run's output (dropped when this scheduler keeps no logs)."""
-        if self._task_logs is not None:
-            self._task_logs.append(task_id, worker, run, offset, chunk, ended, self._clock())
-
-    def task_log(self, task_id: str, attempt: int | None = None, offset: int = 0) -> dict[str, Any]:
-        """A chunk of a run's log from ``offset`` (the last attempt by default), ``nextOffset``, ``ended``,
-        and every attempt's summary; ``kept`` is False when this scheduler keeps no logs."""
-        if self._task_logs is None:
-            return {"taskId": task_id, "kept": False, "attempts": [], "attempt": None, "chunk": "",
-                    "nextOffset": 0, "ended": False}  # fmt: skip
-        return {**self._task_logs.read(task_id, attempt, offset), "kept": True}
-
     def get_task_progress_percentage(self, task_id: str) -> dict[str, Any]:
         """``{taskId, progressPercentage}`` (None for an unknown task)."""
         task = self._state.tasks.get(task_id)
@@ -509,106 +476,6 @@ class Scheduler:
             return {"response": None}
         return {"response": self._state.take_message_response(task, message_id)}
 
-    # -- views ---------------------------------------------------------------------------------------------
-
-    def graph(self, **kwargs: Any) -> dict[str, Any]:
-        """Every task with its dependencies."""
-        self.prune()
-        serialized: dict[str, Any] = {}
-        seen: set[str] = set()
-        for task_id in list(self._state.tasks):
-            serialized.update(traverse_graph(self._state, task_id, seen))
-        return serialized
-
-    def dep_graph(self, task_id: str, include_done: bool = True, **kwargs: Any) -> dict[str, Any]:
-        """The task and everything it depends on, breadth first (at most ``max_graph_nodes``)."""
-        self.prune()
-        if task_id not in self._state.tasks:
-            return {}
-        return traverse_graph(self._state, task_id, include_done=include_done)
-
-    def inverse_dep_graph(self, task_id: str, include_done: bool = True, **kwargs: Any) -> dict[str, Any]:
-        """The task and everything that depends on it, breadth first."""
-        self.prune()
-        if task_id not in self._state.tasks:
-            return {}
-        dependents = self._state.dependents
-        return traverse_graph(
-            self._state, task_id, edges=lambda task: dependents.get(task.id, ()), include_done=include_done
-        )
-
-    def task_list(
-        self,
-        status: str = "",
-        upstream_status: str = "",
-        limit: bool = True,
-        search: str | None = None,
-        max_shown_tasks: int | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
-        """Tasks filtered by status, upstream status and search terms; ``{"num_tasks": N}`` past the limit.
-
-        Without ``search``, a status holding more tasks than the limit answers at once, before pruning.
-        """
-        if not search:
-            too_many = _over_the_limit(self._state, status, upstream_status, limit, max_shown_tasks)
-            if too_many is not None:
-                return too_many
-        self.prune()
-        return queries.task_list(self._state, status, upstream_status, limit, search, max_shown_tasks)
-
-    def resource_list(self) -> list[dict[str, Any]]:
-        """Configured resources with their capacity, use and consumers."""
-        self.prune()
-        return queries.resource_list(self._state)
-
-    def task_search(self, task_str: str, **kwargs: Any) -> dict[str, Any]:
-        """Tasks whose id contains ``task_str``, grouped by status."""
-        self.prune()
-        return queries.task_search(self._state, task_str)
-
-    def fetch_error(self, task_id: str, **kwargs: Any) -> dict[str, Any]:
-        """The explanation a task failed with, and what identifies it."""
-        return queries.fetch_error(self._state, task_id)
-
-    # -- the visualiser's views (not Luigi's RPC methods; see luigi/scheduler/census.py) -------------
-
-    def task_counts(self) -> dict[str, Any]:
-        """Tasks per status and family, and pending tasks per upstream status (counted in slices)."""
-        self.prune()
-        self._census.advance()
-        return self._census.counts()
-
-    def task_page(
-        self,
-        status: str = "",
-        upstream_status: str = "",
-        family: str = "",
-        search: str | None = "",
-        sort_by: str = "",
-        sort_desc: bool = False,
-        offset: int = 0,
-        page_size: int = 50,
-        max_shown_tasks: int | None = None,
-    ) -> dict[str, Any]:
-        """One page of the task list, filtered, sorted and counted by the scheduler."""
-        self.prune()
-        query = PageQuery(
-            status, upstream_status, family, search or "", sort_by, sort_desc, offset, page_size
-        )
-        return self._pages.page(query, max_shown_tasks)
-
-    def task_detail(self, task_id: str, max_neighbours: int = 100) -> dict[str, Any]:
-        """One task with its error and its direct neighbours (``{}`` for an unknown task)."""
-        return detail_of(self._state, self._census, task_id, max_neighbours)
-
-    def graph_view(
-        self, task_id: str, inverse: bool = False, include_done: bool = True, max_nodes: int = 2000
-    ) -> dict[str, Any]:
-        """The task's dependency graph (or dependents), per family when it has more than ``max_nodes``."""
-        self.prune()
-        return self._graphs.graph(task_id, inverse, include_done, max_nodes)
-
     # -- resources, pause, housekeeping, hooks -------------------------------------------------------------
 
     def update_resources(self, **resources: Any) -> None:
@@ -644,28 +511,6 @@ class Scheduler:
     def unpause(self) -> None:
         """Hand out work again."""
         self._state.set_paused(False)
-
-    # -- schedules luigid runs (ours, not Luigi's: luigi.schedules) ---------------------------------------
-
-    def schedule_list(self) -> list[dict[str, Any]]:
-        """Each schedule with its next due time, paused flag and last runs (none in-process)."""
-        return self._schedules.schedule_list()
-
-    def schedule_log(self, name: str, run: int) -> dict[str, Any]:
-        """The output of one run of a schedule."""
-        return self._schedules.schedule_log(name, run)
-
-    def schedule_pause(self, name: str) -> dict[str, Any]:
-        """Let a schedule's slots pass unrun until it is resumed."""
-        return self._schedules.schedule_pause(name)
-
-    def schedule_resume(self, name: str) -> dict[str, Any]:
-        """Run a paused schedule's slots again, from its next one."""
-        return self._schedules.schedule_resume(name)
-
-    def schedule_trigger(self, name: str) -> dict[str, Any]:
-        """Start a run of a schedule now."""
-        return self._schedules.schedule_trigger(name)
 
     def prune(self) -> None:
         """Apply what is due: worker disconnects, failed runs, retries, re-enables and removals (f.5)."""
@@ -741,17 +586,6 @@ def _task_id_of(task: Any) -> str | None:
         return task
     if isinstance(task, dict) and isinstance(task.get("id"), str):
         return str(task["id"])
-    return None
-
-
-def _over_the_limit(
-    state: SchedulerState, status: str, upstream_status: str, limit: bool, max_shown_tasks: int | None
-) -> dict[str, int] | None:
-    """``{"num_tasks": N}`` when ``status`` alone holds more tasks than ``task_list`` shows, else None."""
-    cap = max_shown_tasks or state.config.max_shown_tasks
-    count = len(state.by_status.get(status, {})) if status else len(state.tasks)
-    if limit and count > cap:
-        return {"num_tasks": -1 if upstream_status else count}
     return None
 
 

@@ -17,6 +17,7 @@ from luigi.configuration import get_config
 from luigi.rpc import RemoteScheduler, RPCError, SchedulerHTTPError, retry_delay
 from luigi.rpc_methods import REQUIRED, RPC_METHODS, RpcArgumentError
 from luigi.scheduler import Scheduler
+from luigi.scheduler.core import SERVER_HOOKS
 
 WORKER = "w1"
 
@@ -55,8 +56,7 @@ def rpc_like_methods(cls: type) -> set[str]:
 def test_the_client_has_exactly_the_registered_methods_as_the_scheduler_does():
     client_only = {"flush", "close", "ask_ahead", "take_ahead"}
     assert rpc_like_methods(RemoteScheduler) - client_only == set(RPC_METHODS)
-    server_hooks = {"load", "dump", "flush", "checkpoint", "close", "prune_if_due"}
-    assert rpc_like_methods(Scheduler) - server_hooks == set(RPC_METHODS)
+    assert rpc_like_methods(Scheduler) - SERVER_HOOKS == set(RPC_METHODS)
 
 
 @pytest.mark.parametrize("name", sorted(RPC_METHODS))

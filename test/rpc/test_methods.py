@@ -16,6 +16,7 @@ from luigi.rpc_methods import (
     validate_call,
 )
 from luigi.scheduler import Scheduler
+from luigi.scheduler.core import SERVER_HOOKS
 
 VISUALISER_METHODS = ("task_counts", "task_page", "task_detail", "graph_view")  # ours, beside Luigi's 39
 TASK_LOG_METHODS = ("scheduler_features", "append_task_log", "task_log")  # ours too
@@ -48,14 +49,13 @@ READ_ONLY = {
 
 
 # Called by luigid around requests, never over RPC.
-STATE_LIFECYCLE = {"load", "dump", "flush", "checkpoint", "close", "prune_if_due"}
 
 
 def scheduler_methods() -> set[str]:
     return {
         name
         for name, member in inspect.getmembers(Scheduler)
-        if not name.startswith("_") and inspect.isfunction(member) and name not in STATE_LIFECYCLE
+        if not name.startswith("_") and inspect.isfunction(member) and name not in SERVER_HOOKS
     }
 
 

@@ -15,6 +15,7 @@ from helpers.scheduler import make_scheduler
 
 from luigi.rpc_methods import RPC_METHODS
 from luigi.scheduler import Scheduler
+from luigi.scheduler.core import SERVER_HOOKS
 from luigi.server import STATIC_DIR, VISUALISER_PATH, CorsPolicy, ServerSettings
 
 W = "worker-1"
@@ -303,10 +304,6 @@ def test_a_body_exactly_at_the_cap_is_accepted():
 # -- the routed method set ---------------------------------------------------------------------------------
 
 
-# The scheduler's methods the server itself calls (state, deadlines, a refused ping): never routed.
-SERVER_HOOKS = ("load", "flush", "checkpoint", "dump", "close", "prune_if_due", "note_alive")
-
-
 def lifecycle_free_public_methods() -> set[str]:
     """Scheduler's public methods, without the durable-state hooks the server calls itself."""
     return {
@@ -326,12 +323,7 @@ def test_the_routed_methods_are_exactly_the_registry_and_the_scheduler_methods(s
         "_start_task",
         "__init__",
         "__class__",
-        "load",
-        "flush",
-        "checkpoint",
-        "dump",
-        "close",
-        "prune_if_due",
+        *sorted(SERVER_HOOKS),
         "_batch2",
     ]
     assert {name: probe.call(name, {}).status for name in not_rpc} == dict.fromkeys(not_rpc, 404)

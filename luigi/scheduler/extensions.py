@@ -1,0 +1,63 @@
+"""The scheduler's RPC methods beyond Luigi's surface: what it offers, the run logs it keeps, the schedules
+``luigid`` runs. A mixin of ``Scheduler`` (``core``); Luigi clients never call these.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from luigi.scheduler.model.clock import Clock
+from luigi.scheduler.schedules import ScheduleDesk
+from luigi.scheduler.store.task_logs import TaskLogStore
+
+
+class ExtensionMethods:
+    """``scheduler_features``, the task-log calls and the ``schedule_*`` calls."""
+
+    _clock: Clock
+    _task_logs: TaskLogStore | None
+    _schedules: ScheduleDesk
+
+    # -- task run logs (ours: workers of this project ship them, a Luigi worker sends none) --------------
+
+    def scheduler_features(self) -> dict[str, Any]:
+        """What this scheduler offers beyond Luigi's RPC surface: ``task_logs`` (it keeps run logs) and
+        ``leases`` (a ``ping`` may say which tasks it holds, and is told which were handed over)."""
+        return {"task_logs": self._task_logs is not None, "leases": True}
+
+    def append_task_log(
+        self, task_id: str, worker: str, run: str, offset: int, chunk: str, ended: bool = False
+    ) -> None:
+        """Keep a chunk of a task run's output (dropped when this scheduler keeps no logs)."""
+        if self._task_logs is not None:
+            self._task_logs.append(task_id, worker, run, offset, chunk, ended, self._clock())
+
+    def task_log(self, task_id: str, attempt: int | None = None, offset: int = 0) -> dict[str, Any]:
+        """A chunk of a run's log from ``offset`` (the last attempt by default), ``nextOffset``, ``ended``,
+        and every attempt's summary; ``kept`` is False when this scheduler keeps no logs."""
+        if self._task_logs is None:
+            return {"taskId": task_id, "kept": False, "attempts": [], "attempt": None, "chunk": "",
+                    "nextOffset": 0, "ended": False}  # fmt: skip
+        return {**self._task_logs.read(task_id, attempt, offset), "kept": True}
+
+    # -- schedules luigid runs (ours, not Luigi's: luigi.schedules) ---------------------------------------
+
+    def schedule_list(self) -> list[dict[str, Any]]:
+        """Each schedule with its next due time, paused flag and last runs (none in-process)."""
+        return self._schedules.schedule_list()
+
+    def schedule_log(self, name: str, run: int) -> dict[str, Any]:
+        """The output of one run of a schedule."""
+        return self._schedules.schedule_log(name, run)
+
+    def schedule_pause(self, name: str) -> dict[str, Any]:
+        """Let a schedule's slots pass unrun until it is resumed."""
+        return self._schedules.schedule_pause(name)
+
+    def schedule_resume(self, name: str) -> dict[str, Any]:
+        """Run a paused schedule's slots again, from its next one."""
+        return self._schedules.schedule_resume(name)
+
+    def schedule_trigger(self, name: str) -> dict[str, Any]:
+        """Start a run of a schedule now."""
+        return self._schedules.schedule_trigger(name)
