@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from contextlib import suppress
+from pathlib import Path
 
 from helpers.luigid import running_luigid, wait_until
 from helpers.tmpfs import fill, tiny_tmpfs
@@ -89,3 +92,38 @@ def test_a_worker_that_keeps_pinging_through_a_full_disk_is_not_dropped(tmp_path
             wait_until(lambda: probe.call("ping", {"worker": "w"}).status == 200, timeout=30, what="resuming")
             workers = probe.call("worker_list", {}, verb="GET").json()["response"]
             assert [worker["name"] for worker in workers] == ["w"]
+
+
+LEAVE_A_JOURNAL = """
+import os, sys
+from luigi.scheduler import Scheduler, SchedulerConfig
+from luigi.scheduler.store import SqlStore
+scheduler = Scheduler(SchedulerConfig(), store=SqlStore.for_file(sys.argv[1]))
+scheduler.load()
+for n in range(20):
+    scheduler.add_task(worker="w", task_id=f"Journaled_{n}")
+    scheduler.flush()
+os._exit(0)  # as a kill -9: the journal is not folded into the file
+"""
+
+
+def test_luigid_started_on_a_full_disk_waits_for_space_and_loses_nothing_of_its_journal(tmp_path):
+    with tiny_tmpfs(tmp_path / "state") as volume:
+        state = volume / "state.sqlite"
+        subprocess.run([sys.executable, "-c", LEAVE_A_JOURNAL, str(state)], check=True, timeout=60)
+        assert Path(f"{state}.journal").stat().st_size > 0
+        filler = fill(volume)
+        log = tmp_path / "luigid-0.log"
+
+        def free_the_disk_once_luigid_waits():
+            wait_until(lambda: log.exists() and "waiting for space" in log.read_text(), 30, "luigid to wait")
+            filler.unlink()
+
+        freeing = threading.Thread(target=free_the_disk_once_luigid_waits)
+        freeing.start()
+        try:
+            with running_luigid(tmp_path, "--state-path", str(state)) as luigid:
+                assert {f"Journaled_{n}" for n in range(20)} <= _known(luigid.probe())
+                assert luigid.logs().count("waiting for space") == 1
+        finally:
+            freeing.join(timeout=60)

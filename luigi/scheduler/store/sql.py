@@ -19,6 +19,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,12 @@ logger = logging.getLogger("luigi.scheduler")
 _SQLITE_BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (named in the sqlite3 module from 3.11 only)
 # PERM, BUSY, LOCKED, NOMEM, READONLY, IOERR, FULL, CANTOPEN, PROTOCOL: the place, not the data, is at fault.
 _SQLITE_UNAVAILABLE_CODES = frozenset({3, 5, 6, 7, 8, 10, 13, 14, 15})
+_SQLITE_FULL = 13
+SPACE_RETRY_SECONDS = 1.0  # how often a luigid starting on a full disk tries the journal again
+_WAITING_FOR_SPACE = (
+    "Cannot read or write the scheduler state %s (%s): waiting for space; luigid starts once it can "
+    "(nothing is moved or lost: free the disk)"
+)
 _UNAVAILABLE_WORDS = ("locked", "readonly", "full", "I/O", "unable to open", "access permission")
 # What reading (or replaying the journal into) a damaged database raises: driver errors and tables of the
 # wrong shape. A row that would not load is skipped where it is read, so it never counts as damage.
@@ -135,16 +142,35 @@ class SqlStore(StateStore):
         """Replace the state's records with the stored ones, the journal replayed into the file first
         (an empty state if the file was unreadable)."""
         with self._lock:
-            conn = self._open()
-            try:
-                self._replay_journal()
-                with conn.begin():
-                    snapshot = self._row_store().read_all(conn)
-            except _READ_ERRORS as exc:
-                self._recover(exc)
-                snapshot = Snapshot()
-            snapshot.apply_to(state)
+            self._read_stored_waiting_for_space().apply_to(state)
             self._mirrors_state = True
+
+    def _read_stored_waiting_for_space(self) -> Snapshot:
+        """The stored records (journal replayed first); on a full disk, wait for space (logged once), as a
+        running luigid does, rather than refuse to start or take the file for damaged."""
+        waited = False
+        while True:
+            try:
+                snapshot = self._read_stored()
+                break
+            except _READ_ERRORS as exc:
+                if not _is_full(exc):
+                    self._recover(exc)
+                    return Snapshot()
+                if not waited:
+                    logger.error(_WAITING_FOR_SPACE, self.where, _reason(exc))
+                waited = True
+                self._drop_connection()
+                time.sleep(SPACE_RETRY_SECONDS)  # a full disk frees up by itself or by an operator
+        if waited:
+            logger.info("The scheduler state %s is readable and written: starting", self.where)
+        return snapshot
+
+    def _read_stored(self) -> Snapshot:
+        conn = self._open()
+        self._replay_journal()
+        with conn.begin():
+            return self._row_store().read_all(conn)
 
     def record_changes(self, state: SchedulerState, changes: ChangeSet) -> None:
         """Make every changed record's current fields (or its deletion) durable.
@@ -227,13 +253,15 @@ class SqlStore(StateStore):
             ) from exc
 
     def _replay_journal(self) -> None:
+        """Write what a stopped luigid left in the journal into the file (a full disk: the driver's error,
+        which ``load`` waits out)."""
         if self._journal is None:
             return
         try:
             self._journal.replay(self._write_rows, self.where)
         except sqlite3.Error as exc:
-            if not _is_unavailable(exc):
-                raise  # the database is damaged: it is moved aside with its journal
+            if not _is_unavailable(exc) or _is_full(exc):
+                raise  # damage: the database is moved aside with its journal; a full disk is waited out
             raise StateStoreError(
                 f"Cannot write the scheduler journal {self._journal.path} into {self.where}: {exc}. "
                 "Both files are kept; make the file writable (or stop what holds it) and start again."
@@ -299,9 +327,12 @@ class SqlStore(StateStore):
             ) from None
 
     def _recover(self, exc: BaseException) -> None:
-        """Move an unreadable SQLite file aside and open a fresh one; other failures are fatal."""
+        """Move an unreadable SQLite file aside and open a fresh one; other failures are fatal (a file in
+        use, read-only or on a failing disk is not damaged: it is never moved aside)."""
         self._dispose()
-        if self._path is None or _is_busy(exc) or not self._path.exists():
+        orig = getattr(exc, "orig", exc)
+        in_the_way = _is_busy(exc) or (isinstance(orig, sqlite3.Error) and _is_unavailable(orig))
+        if self._path is None or in_the_way or not self._path.exists():
             raise StateStoreError(f"Cannot open the scheduler state in {self.where}: {_reason(exc)}") from exc
         moved = move_aside(self._path, sides=("-wal", "-shm", JOURNAL_SUFFIX))
         if self._journal is not None:  # what it had pending went with the file's journal
@@ -369,6 +400,15 @@ def _is_busy(exc: BaseException) -> bool:
         return False
     code = getattr(orig, "sqlite_errorcode", None)
     return code in _SQLITE_BUSY_CODES or "locked" in str(orig)
+
+
+def _is_full(exc: BaseException) -> bool:
+    """Whether SQLite refused for lack of space (SQLITE_FULL), also inside SQLAlchemy's wrapper."""
+    orig = getattr(exc, "orig", exc)
+    if not isinstance(orig, sqlite3.Error):
+        return False
+    code = getattr(orig, "sqlite_errorcode", None)
+    return (code & 0xFF) == _SQLITE_FULL if code is not None else "full" in str(orig)
 
 
 def _is_unavailable(exc: sqlite3.Error) -> bool:
