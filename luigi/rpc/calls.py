@@ -30,6 +30,9 @@ BUFFERABLE_METHODS = frozenset(
         "append_task_log",
     }
 )
+# Calls that never wait for the client's pipeline: while another thread's call holds it (riding out an
+# outage, say), they go alone over a connection of their own, so the keep-alive ping still arrives.
+NEVER_WAITS = frozenset({"ping"})
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from luigi.rpc.address import SchedulerAddress, parse_scheduler_url
 from luigi.rpc.calls import (
     BATCH_URL_SUFFIX,
     BUFFERABLE_METHODS,
+    NEVER_WAITS,
     BatchItemError,
     EncodedCall,
     batch_payload,
@@ -125,6 +126,7 @@ class RemoteScheduler(LuigiLayers):
         # being dropped once reported) while this is set: riding out a restart loses none of them.
         self.retain_undelivered = False
         self._pipelines = PipelineSlot(self._new_pipeline)
+        self._aside = PipelineSlot(self._new_pipeline)  # for NEVER_WAITS calls while the pipeline is busy
         self.unreachable_timeout = unreachable_timeout
         _LIVE_CLIENTS.add(self)
 
@@ -184,6 +186,9 @@ class RemoteScheduler(LuigiLayers):
             pipeline = self._own_pipeline()
             with pipeline.lock:
                 pipeline.connection.close()
+            aside = self._aside.get()
+            with aside.lock:
+                aside.connection.close()
             self._close_fetcher()
 
     def ask_ahead(self, **get_work_kwargs: Any) -> bool:
@@ -230,7 +235,9 @@ class RemoteScheduler(LuigiLayers):
             return self._call_through_layers(method, args, kwargs)
         call = encode_call(method, args, kwargs)
         pipeline = self._own_pipeline()
-        with pipeline.lock:
+        if not pipeline.lock.acquire(blocking=method.name not in NEVER_WAITS):
+            return self._send_aside(method, call)  # another thread's call holds the pipeline
+        try:
             if self._batching and call.method in BUFFERABLE_METHODS:
                 pipeline.hold(call)
                 if pipeline.is_full(self._batch_size, _MAX_BATCH_BYTES):
@@ -241,6 +248,16 @@ class RemoteScheduler(LuigiLayers):
                 return self._send_with_held(pipeline, method, call)
             self._deliver_held(pipeline)
             return self._send_one(f"api/{method.name}", call.kwargs_json, method.attempts, method.allow_null)
+        finally:
+            pipeline.lock.release()
+
+    def _send_aside(self, method: RpcMethod, call: EncodedCall) -> Any:
+        """``call`` alone, over a connection of its own, while the pipeline is busy (a worker riding out
+        an outage holds it for minutes): a keep-alive ping must not wait behind it, or the scheduler
+        takes the worker for dead. Held calls stay for the pipeline's next request."""
+        aside = self._aside.get()
+        with aside.lock:
+            return self._wire.fetch(aside.connection, f"api/{method.name}", call.kwargs_json)
 
     def _send_with_held(self, pipeline: Pipeline, method: RpcMethod, call: EncodedCall) -> Any:
         """Send the held calls and then ``call`` in one ``/api/_batch`` request; ``call``'s response.

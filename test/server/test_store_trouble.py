@@ -19,6 +19,8 @@ from pathlib import Path
 from helpers.luigid import running_luigid, wait_until
 from helpers.tmpfs import fill, tiny_tmpfs
 
+from luigi.rpc import RemoteScheduler, RPCError
+
 
 def _add(probe, task_id):
     return probe.call("add_task", {"worker": "w", "task_id": task_id, "status": "PENDING", "runnable": True})
@@ -127,3 +129,37 @@ def test_luigid_started_on_a_full_disk_waits_for_space_and_loses_nothing_of_its_
                 assert luigid.logs().count("waiting for space") == 1
         finally:
             freeing.join(timeout=60)
+
+
+def test_a_keep_alive_ping_does_not_wait_behind_a_call_that_rides_out_the_outage(tmp_path, caplog):
+    with tiny_tmpfs(tmp_path / "state") as volume:
+        with running_luigid(tmp_path, "--state-path", str(volume / "state.db")) as luigid:
+            probe = luigid.probe()
+            assert _add(probe, "Waiting").status == 200
+            client = RemoteScheduler(luigid.url, retry_wait=0.2)
+            client.unreachable_timeout = 120
+            filler = fill(volume)
+            for i in range(5000):  # until luigid refuses changes
+                if _add(probe, f"during_{i}").status == 503:
+                    break
+            answers: list = []
+            riding = threading.Thread(target=lambda: answers.append(client.get_work(worker="w", host="h")))
+            riding.start()
+            wait_until(lambda: "/api/get_work" in caplog.text, 30, "get_work to meet the 503")
+            pinged: list = []
+            pinging = threading.Thread(target=lambda: pinged.append(_ping_outcome(client)))
+            pinging.start()
+            pinging.join(timeout=30)
+            assert pinged == [503] and riding.is_alive()  # the ping reached luigid; get_work still waits
+            filler.unlink()
+            riding.join(timeout=60)
+            assert answers and answers[0]["task_id"] == "Waiting"
+            client.close()
+
+
+def _ping_outcome(client):
+    try:
+        client.ping(worker="w")
+    except RPCError as exc:
+        return exc.status
+    return 200
