@@ -145,6 +145,10 @@ class RunnerChoice:
         """Tasks granted ahead and not started yet."""
         return self.in_process.granted_ahead()
 
+    def put_back_granted_ahead(self, grant: dict[str, Any]) -> None:
+        """Queue a grant made ahead again, first in line (see ``InProcessRunner``)."""
+        self.in_process.put_back_granted_ahead(grant)
+
     def let_go(self, task_id: str) -> bool:
         """``task_id`` was handed to another worker: kill its run in a slot, or drop its grant made
         ahead; False when neither can be done (it runs in this process, or has ended)."""
@@ -303,6 +307,11 @@ class InProcessRunner:
     def granted_ahead(self) -> list[str]:
         """Tasks granted ahead that have not started yet."""
         return self._ahead.queued() if self._ahead is not None else []
+
+    def put_back_granted_ahead(self, grant: dict[str, Any]) -> None:
+        """A grant made ahead just taken is to start later: first in line again."""
+        if self._ahead is not None:
+            self._ahead.put_back(grant)
 
     def forget_granted_ahead(self, task_id: str) -> bool:
         """Drop an unstarted grant made ahead (handed to another worker); False if none is queued."""

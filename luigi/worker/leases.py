@@ -26,6 +26,7 @@ logger = logging.getLogger("luigi-interface")
 CHECK_AFTER_SILENCE = 5.0
 AHEAD = 0  # the run number a grant made ahead has in a ping's snapshot: it has not started
 REASON = "was handed to another worker while this one was cut off from the scheduler"
+UNCONFIRMED = "unconfirmed"  # a long silence, and the scheduler still does not answer: nobody can tell
 
 
 @dataclass(frozen=True)
@@ -188,8 +189,8 @@ class Handover:
             owner = lost.new_owner if lost is not None else None
         else:
             handed_to = self._handed_to(task_id)
-            if handed_to is False:
-                return {}
+            if handed_to is False or handed_to is UNCONFIRMED:
+                return {}  # still ours, or unknown: a stale report is refused by the scheduler anyway
             owner = handed_to if isinstance(handed_to, str) else None
         self._forget_run(task_id)
         self._book.ended(task_id)
@@ -205,12 +206,19 @@ class Handover:
             handed_to = self._handed_to(task_id)
             if handed_to is False:
                 return reply
+            if handed_to is UNCONFIRMED:  # after a long silence a lease may have run out: start nothing
+                put_back = getattr(self._runner, "put_back_granted_ahead", None)
+                if put_back is not None:
+                    put_back(reply)
+                    return None
+                return reply
             self._dropped[task_id] = handed_to if isinstance(handed_to, str) else None
 
     def _handed_to(self, task_id: str) -> str | None | bool:
-        """Whether ``task_id`` is still this worker's: False if it is (or nobody can tell), else its new
-        owner (None: unknown). After pings went unanswered for a while, one is sent now, with everything
-        held, and the others it names are let go of at the next step."""
+        """Whether ``task_id`` is still this worker's: False if it is, UNCONFIRMED if the scheduler, silent
+        for a while, still does not answer, else its new owner (None: unknown). After pings went
+        unanswered for a while, one is sent now, with everything held, and the others it names are let
+        go of at the next step."""
         lost = self._book.pop_lost(task_id)  # (a run here is disowned and handled by ``ended_elsewhere``)
         book = self._book
         silent = time.monotonic() - book.confirmed_at >= self._check_after
@@ -219,8 +227,8 @@ class Handover:
             held.setdefault(task_id, AHEAD)
             try:
                 reply = self._scheduler.ping(worker=self._worker_id, held=list(held))
-            except RPCError:  # still unreachable: a stale report is refused by the scheduler anyway
-                return False
+            except RPCError:  # still unreachable: the caller decides (a report may go, a grant waits)
+                return UNCONFIRMED
             if isinstance(reply, dict):
                 book.handed_over(reply.get("handed_over"), held, reply.get("handed_to"), task_id)
             lost = book.pop_lost(task_id)

@@ -141,6 +141,11 @@ class AheadAsker:
                 return True
         return False
 
+    def put_back(self, grant: dict[str, Any]) -> None:
+        """A grant just taken is to start later (its lease could not be confirmed): first in line again."""
+        self._queue.appendleft(grant)
+        self._granted_ahead = False
+
     def take(self) -> dict[str, Any] | None:
         """The next grant the asks ahead brought, if any (else ask the ordinary way); the answer to an
         ask is read once the grants before it are taken.

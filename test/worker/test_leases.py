@@ -12,7 +12,7 @@ from helpers.luigid import wait_until
 from helpers.scheduler import make_scheduler
 
 from luigi.local_target import LocalTarget
-from luigi.rpc import RemoteScheduler
+from luigi.rpc import RemoteScheduler, RPCError
 from luigi.task import Task
 from luigi.task_status import PENDING
 from luigi.worker import Worker
@@ -135,6 +135,9 @@ class QueuedGrants:
     def take_granted_ahead(self):
         return self.grants.popleft() if self.grants else None
 
+    def put_back_granted_ahead(self, grant):
+        self.grants.appendleft(grant)
+
 
 def test_after_a_long_silence_a_grant_made_ahead_that_was_handed_over_is_dropped():
     sch, clock = make_scheduler(worker_disconnect_delay=60, retry_delay=0)
@@ -176,3 +179,37 @@ def test_the_ahead_asker_forgets_a_queued_grant():
     assert asker.take()["task_id"] == "B"
     assert asker.forget("C") is True and asker.forget("C") is False
     assert asker.take() is None
+
+
+class ComesBack:
+    """The scheduler as a cut-off worker sees it: no answer until ``back`` is set, then ``scheduler``'s."""
+
+    def __init__(self, scheduler):
+        self.scheduler = scheduler
+        self.back = False
+
+    def ping(self, **kwargs):
+        if not self.back:
+            raise RPCError("Errors (3 attempts) when connecting to remote scheduler: timed out")
+        return self.scheduler.ping(**kwargs)
+
+
+def test_after_a_long_silence_a_grant_made_ahead_waits_until_the_scheduler_answers_again():
+    sch, _ = make_scheduler(worker_disconnect_delay=60)
+    for task_id in ("A", "B"):
+        sch.add_task(worker="w1", task_id=task_id, status=PENDING, runnable=True)
+    reply = sch.get_work(worker="w1", current_tasks=[], assume_done=["X"], max_tasks=2)
+    queue = QueuedGrants(reply, {**reply["more_tasks"][0]})
+    book = LeaseBook(lambda: [grant["task_id"] for grant in queue.grants])
+    book.enable(True)
+    book.pinging = True
+    book.confirmed_at = time.monotonic() - 3600  # its pings went unanswered for an hour
+    scheduler = ComesBack(sch)
+    handover = Handover(book, scheduler, "w1", 1.0, queue, lambda task_id: None)
+    assert handover.take_granted_ahead() is None  # its lease may have run out: nothing starts
+    assert [grant["task_id"] for grant in queue.grants] == [
+        reply["task_id"],
+        reply["more_tasks"][0]["task_id"],
+    ]
+    scheduler.back = True
+    assert handover.take_granted_ahead()["task_id"] == reply["task_id"]  # confirmed: it starts now
