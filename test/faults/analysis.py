@@ -1,7 +1,8 @@
 """After a fault run: which reruns a fault explains, which nothing explains (defects), which tasks are lost.
 
 A run of a task that was followed by another run is explained when a cutting fault hit the process that ran
-it (its slot killed; its worker killed, stopped or sent SIGTERM; its worker's connection dropped or
+it (its slot killed; its worker killed, stopped or sent SIGTERM, which acts until the worker's grace is
+over; its worker's connection dropped or
 blackholed for about the disconnect delay or longer) between ``SLACK`` seconds before it started and
 ``WINDOW`` seconds after, and before the next run began. A rerun is also explained when its own worker was
 cut off and lived on (stopped then continued, its connection dropped or blackholed) and it started the task
@@ -15,9 +16,9 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass, field
 
-from faults.injectors import CUTTING, KILL_SLOT, PROXY_BLACKHOLE, PROXY_DROP, RESUMING, Fault
+from faults.injectors import CUTTING, KILL_SLOT, PROXY_BLACKHOLE, PROXY_DROP, RESUMING, TERM_WORKER, Fault
 from faults.pipeline import Run
-from faults.processes import DISCONNECT_DELAY
+from faults.processes import DISCONNECT_DELAY, SHUTDOWN_GRACE
 
 SLACK = 1.0  # a slot may start a task its worker was granted just before the worker was cut off
 WINDOW = 15.0  # a fault this long after a run began cannot be why it ran again (it was long reported)
@@ -56,6 +57,10 @@ def _hits(fault: Fault, run: Run, worker_pid: int, seat: int | None) -> bool:
 
 
 def _ended(fault: Fault) -> float:
+    """When the fault stopped acting: a SIGTERM acts until the worker's grace is over (it still runs, and
+    may start, the work in hand until then, and kills what runs at its end)."""
+    if fault.kind == TERM_WORKER:
+        return fault.started + SHUTDOWN_GRACE
     return fault.ended if fault.ended is not None else fault.started + fault.hold
 
 

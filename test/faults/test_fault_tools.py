@@ -15,7 +15,7 @@ import pytest
 from helpers.luigid import wait_until
 from helpers.tcp_proxy import TcpProxy
 
-from faults import analysis, injectors
+from faults import analysis, injectors, processes
 from faults.injectors import Fault
 from faults.pipeline import Run
 
@@ -144,6 +144,17 @@ def test_a_worker_that_was_stopped_and_ran_a_grant_it_held_is_counted_as_stale()
     stop = _fault(injectors.STOP_WORKER, 9.0, pid=WORKER_B, seat=1, hold=5.0)
     verdict = analysis.judge(runs, [stop], SEATS, missing=[])
     assert verdict.stale == {injectors.STOP_WORKER: 1} and not verdict.unexplained
+
+
+def test_a_sigterm_explains_a_run_its_worker_started_during_the_grace_and_not_one_started_after_it():
+    term = _fault(injectors.TERM_WORKER, 10.0, pid=WORKER_A)
+    during = [_run(101, WORKER_A, 10.0 + processes.SHUTDOWN_GRACE - 0.5), _run(201, WORKER_B, 20.0)]
+    assert analysis.judge(during, [term], SEATS, missing=[]).explained == {injectors.TERM_WORKER: 1}
+    after = [
+        _run(101, WORKER_A, 10.0 + processes.SHUTDOWN_GRACE + analysis.SLACK + 1),
+        _run(201, WORKER_B, 30.0),
+    ]
+    assert len(analysis.judge(after, [term], SEATS, missing=[]).unexplained) == 1
 
 
 def test_a_proxy_fault_explains_reruns_of_the_seat_behind_it_only():
