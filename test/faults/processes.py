@@ -58,8 +58,8 @@ class Luigid:
         assert self.process is not None
         return self.process.pid
 
-    def start(self) -> None:
-        """Start it (again) and wait until ``HEAD /`` answers."""
+    def start(self, wait: bool = True) -> None:
+        """Start it (again) and, with ``wait``, wait until ``HEAD /`` answers."""
         self.starts += 1
         log = (self.workdir / f"luigid-{self.starts}.log").open("wb")
         state = self.state_dir / "luigid-state.db"
@@ -67,6 +67,8 @@ class Luigid:
         env = luigid_env(self.workdir, LUIGID_CONFIG)
         self.process = subprocess.Popen(argv, cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
         log.close()
+        if not wait:
+            return
         probe = HttpProbe(port=self.port)
         wait_until(
             lambda: self.process.poll() is not None or probe.health(), START_TIMEOUT, "luigid to answer"
