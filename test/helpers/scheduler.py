@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 
 from luigi.interface import _WorkerSchedulerFactory
 from luigi.scheduler import ManualClock, Scheduler, SchedulerConfig
+from luigi.worker.keep_alive import SerializedScheduler
 
 WORKER = "myworker"
 START = 1_000_000.0
@@ -25,6 +25,20 @@ def status_of(sch: Scheduler, task_id: str) -> str | None:
         if task_id in tasks:
             return status
     return None
+
+
+def add_runnable(sch: Scheduler, worker: str, *task_ids: str) -> None:
+    """``worker`` reports each of ``task_ids`` PENDING and runnable."""
+    for task_id in task_ids:
+        sch.add_task(worker=worker, task_id=task_id, status="PENDING", runnable=True)
+
+
+def lose_silent_workers(sch: Scheduler, clock: ManualClock, worker_alive: str | None = None) -> None:
+    """Let the disconnect delay pass (``worker_alive`` keeps pinging) and prune: the others are lost."""
+    clock.advance(sch.config.worker_disconnect_delay + 1)
+    if worker_alive:
+        sch.ping(worker=worker_alive)
+    sch.prune()
 
 
 def granted(sch: Scheduler, worker: str = WORKER, **kwargs: Any) -> str | None:
@@ -84,21 +98,9 @@ def snapshot(scheduler) -> str:
     return json.dumps(views, sort_keys=True)
 
 
-class LockedScheduler:
-    """The scheduler shared by the test thread and the worker's threads, one call at a time."""
-
-    def __init__(self, scheduler: Scheduler) -> None:
-        self._scheduler = scheduler
-        self._lock = threading.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._scheduler, name)
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                return method(*args, **kwargs)
-
-        return call
+# The scheduler shared by the test thread and the worker's threads, one call at a time: the same
+# lock-around-each-call view the worker puts over an in-process scheduler.
+LockedScheduler = SerializedScheduler
 
 
 class HeldSchedulerFactory(_WorkerSchedulerFactory):

@@ -7,24 +7,11 @@ that nobody has started since, is given back to it (its lease renewed) instead.
 
 from __future__ import annotations
 
-from helpers.scheduler import make_scheduler, status_of
+from helpers.scheduler import add_runnable, lose_silent_workers, make_scheduler, status_of
 
 from luigi.task_status import DISABLED, DONE, FAILED, PENDING, RUNNING
 
 DELAY = 60
-
-
-def _add(sch, worker, *task_ids):
-    for task_id in task_ids:
-        sch.add_task(worker=worker, task_id=task_id, status=PENDING, runnable=True)
-
-
-def _lose(sch, clock, worker_alive=None):
-    """Let the disconnect delay pass (``worker_alive`` keeps pinging) and prune."""
-    clock.advance(DELAY + 1)
-    if worker_alive:
-        sch.ping(worker=worker_alive)
-    sch.prune()
 
 
 def test_a_plain_ping_gets_no_handed_over_list():
@@ -40,7 +27,7 @@ def test_the_scheduler_says_it_understands_held_tasks():
 
 def test_a_task_running_under_the_worker_is_still_held():
     sch, _ = make_scheduler(worker_disconnect_delay=DELAY)
-    _add(sch, "w1", "A")
+    add_runnable(sch, "w1", "A")
     assert sch.get_work(worker="w1")["task_id"] == "A"
     assert sch.ping(worker="w1", held=["A"])["handed_over"] == []
     assert status_of(sch, "A") == RUNNING
@@ -48,9 +35,9 @@ def test_a_task_running_under_the_worker_is_still_held():
 
 def test_a_lost_run_nobody_took_over_is_given_back_without_the_failure():
     sch, clock = make_scheduler(worker_disconnect_delay=DELAY, retry_delay=900, retry_count=2)
-    _add(sch, "w1", "A")
+    add_runnable(sch, "w1", "A")
     assert sch.get_work(worker="w1")["task_id"] == "A"
-    _lose(sch, clock)
+    lose_silent_workers(sch, clock)
     assert status_of(sch, "A") == FAILED
     assert sch.ping(worker="w1", held=["A"])["handed_over"] == []
     assert status_of(sch, "A") == RUNNING
@@ -63,10 +50,10 @@ def test_a_lost_run_nobody_took_over_is_given_back_without_the_failure():
 
 def test_a_lost_run_whose_retry_came_up_is_still_given_back():
     sch, clock = make_scheduler(worker_disconnect_delay=DELAY, retry_delay=0)
-    _add(sch, "w1", "A")
-    _add(sch, "w2", "A")
+    add_runnable(sch, "w1", "A")
+    add_runnable(sch, "w2", "A")
     assert sch.get_work(worker="w1")["task_id"] == "A"
-    _lose(sch, clock, worker_alive="w2")
+    lose_silent_workers(sch, clock, worker_alive="w2")
     clock.advance(1)
     sch.prune()
     assert status_of(sch, "A") == PENDING  # retried, but not granted to anyone yet
@@ -77,10 +64,10 @@ def test_a_lost_run_whose_retry_came_up_is_still_given_back():
 
 def test_a_task_another_worker_started_since_is_handed_over():
     sch, clock = make_scheduler(worker_disconnect_delay=DELAY, retry_delay=0)
-    _add(sch, "w1", "A")
-    _add(sch, "w2", "A")
+    add_runnable(sch, "w1", "A")
+    add_runnable(sch, "w2", "A")
     assert sch.get_work(worker="w1")["task_id"] == "A"
-    _lose(sch, clock, worker_alive="w2")
+    lose_silent_workers(sch, clock, worker_alive="w2")
     clock.advance(1)
     sch.prune()
     assert sch.get_work(worker="w2")["task_id"] == "A"
@@ -94,7 +81,7 @@ def test_a_task_another_worker_started_since_is_handed_over():
 
 def test_a_task_that_failed_for_another_cause_or_is_unknown_is_handed_over():
     sch, clock = make_scheduler(worker_disconnect_delay=DELAY, retry_delay=900)
-    _add(sch, "w1", "A", "B")
+    add_runnable(sch, "w1", "A", "B")
     assert sch.get_work(worker="w1")["task_id"] in ("A", "B")
     sch.add_task(worker="w2", task_id="B", status=FAILED)  # not running: this report is applied
     held = ["A", "B", "Nope"]
@@ -105,9 +92,9 @@ def test_a_task_that_failed_for_another_cause_or_is_unknown_is_handed_over():
 
 def test_a_report_after_the_loss_ends_the_lease():
     sch, clock = make_scheduler(worker_disconnect_delay=DELAY, retry_delay=900)
-    _add(sch, "w1", "A")
+    add_runnable(sch, "w1", "A")
     assert sch.get_work(worker="w1")["task_id"] == "A"
-    _lose(sch, clock)
+    lose_silent_workers(sch, clock)
     sch.add_task(worker="w2", task_id="A", status=DISABLED)
     assert sch.ping(worker="w1", held=["A"])["handed_over"] == ["A"]
     assert status_of(sch, "A") == DISABLED
@@ -115,16 +102,16 @@ def test_a_report_after_the_loss_ends_the_lease():
 
 def test_a_put_back_grant_made_ahead_is_given_back_as_a_grant_made_ahead():
     sch, clock = make_scheduler(worker_disconnect_delay=DELAY, retry_delay=900)
-    _add(sch, "w1", "A", "B")
+    add_runnable(sch, "w1", "A", "B")
     reply = sch.get_work(worker="w1", current_tasks=[], assume_done=["X"], max_tasks=2)
     first, second = reply["task_id"], reply["more_tasks"][0]["task_id"]
     sch.add_task(worker="w1", task_id=first, status=DONE)  # the second has started now
-    _add(sch, "w1", "C")
+    add_runnable(sch, "w1", "C")
     third = sch.get_work(worker="w1", current_tasks=[second], assume_done=[second], max_tasks=1)["task_id"]
     assert third == "C"
-    _lose(sch, clock)
+    lose_silent_workers(sch, clock)
     assert (status_of(sch, second), status_of(sch, third)) == (FAILED, PENDING)
     assert sch.ping(worker="w1", held=[second, third])["handed_over"] == []
     assert (status_of(sch, second), status_of(sch, third)) == (RUNNING, RUNNING)
-    _lose(sch, clock)  # lost again: the grant made ahead goes back to PENDING once more
+    lose_silent_workers(sch, clock)  # lost again: the grant made ahead goes back to PENDING once more
     assert (status_of(sch, second), status_of(sch, third)) == (FAILED, PENDING)

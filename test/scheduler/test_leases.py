@@ -6,53 +6,40 @@ off and comes back cannot overwrite the run of the worker the task was handed to
 
 from __future__ import annotations
 
-from helpers.scheduler import make_scheduler, status_of
+from helpers.scheduler import add_runnable, lose_silent_workers, make_scheduler, status_of
 
 from luigi.task_status import DONE, FAILED, PENDING, RUNNING
 
 DELAY = 60
 
 
-def _add(sch, worker, *task_ids):
-    for task_id in task_ids:
-        sch.add_task(worker=worker, task_id=task_id, status=PENDING, runnable=True)
-
-
-def _lose(sch, clock, worker_alive=None):
-    """Let the disconnect delay pass (``worker_alive`` keeps pinging) and prune."""
-    clock.advance(DELAY + 1)
-    if worker_alive:
-        sch.ping(worker=worker_alive)
-    sch.prune()
-
-
 def test_grants_made_ahead_that_a_lost_worker_never_started_go_back_to_pending():
     sch, clock = make_scheduler(worker_disconnect_delay=DELAY, retry_delay=900)
-    _add(sch, "w1", "A", "B", "C", "D")
+    add_runnable(sch, "w1", "A", "B", "C", "D")
     reply = sch.get_work(worker="w1", current_tasks=[], assume_done=["X"], max_tasks=4)
     grants = [reply["task_id"], *(more["task_id"] for more in reply["more_tasks"])]
     assert len(grants) == 4
     # the worker reports the first one running to its end, so the second one has started
     sch.add_task(worker="w1", task_id=grants[0], status=DONE)
-    _lose(sch, clock)
+    lose_silent_workers(sch, clock)
     statuses = {task_id: status_of(sch, task_id) for task_id in grants}
     assert statuses == {grants[0]: DONE, grants[1]: FAILED, grants[2]: PENDING, grants[3]: PENDING}
 
 
 def test_an_ordinary_grant_of_a_lost_worker_fails_as_in_luigi():
     sch, clock = make_scheduler(worker_disconnect_delay=DELAY, retry_delay=900)
-    _add(sch, "w1", "A")
+    add_runnable(sch, "w1", "A")
     assert sch.get_work(worker="w1")["task_id"] == "A"
-    _lose(sch, clock)
+    lose_silent_workers(sch, clock)
     assert status_of(sch, "A") == FAILED
 
 
 def test_a_cut_off_workers_late_result_does_not_overwrite_the_new_owners_run():
     sch, clock = make_scheduler(worker_disconnect_delay=DELAY, retry_delay=0)
-    _add(sch, "w1", "A")
-    _add(sch, "w2", "A")
+    add_runnable(sch, "w1", "A")
+    add_runnable(sch, "w2", "A")
     assert sch.get_work(worker="w1")["task_id"] == "A"
-    _lose(sch, clock, worker_alive="w2")  # w1 is cut off; A fails and, retry_delay 0, is PENDING again
+    lose_silent_workers(sch, clock, worker_alive="w2")  # w1 is cut off: A fails, and is PENDING again
     clock.advance(1)
     sch.prune()
     assert sch.get_work(worker="w2")["task_id"] == "A"
@@ -64,9 +51,9 @@ def test_a_cut_off_workers_late_result_does_not_overwrite_the_new_owners_run():
 
 def test_a_cut_off_workers_result_counts_when_nobody_took_the_task_over():
     sch, clock = make_scheduler(worker_disconnect_delay=DELAY, retry_delay=900)
-    _add(sch, "w1", "A")
+    add_runnable(sch, "w1", "A")
     assert sch.get_work(worker="w1")["task_id"] == "A"
-    _lose(sch, clock)
+    lose_silent_workers(sch, clock)
     assert status_of(sch, "A") == FAILED
     sch.add_task(worker="w1", task_id="A", status=DONE)
     assert status_of(sch, "A") == DONE
