@@ -330,9 +330,7 @@ class SqlStore(StateStore):
         """Move an unreadable SQLite file aside and open a fresh one; other failures are fatal (a file in
         use, read-only or on a failing disk is not damaged: it is never moved aside)."""
         self._dispose()
-        orig = getattr(exc, "orig", exc)
-        in_the_way = _is_busy(exc) or (isinstance(orig, sqlite3.Error) and _is_unavailable(orig))
-        if self._path is None or in_the_way or not self._path.exists():
+        if self._path is None or _is_unavailable(exc) or _is_busy(exc) or not self._path.exists():
             raise StateStoreError(f"Cannot open the scheduler state in {self.where}: {_reason(exc)}") from exc
         moved = move_aside(self._path, sides=("-wal", "-shm", JOURNAL_SUFFIX))
         if self._journal is not None:  # what it had pending went with the file's journal
@@ -393,9 +391,15 @@ def _reason(exc: BaseException) -> str:
     return str(getattr(exc, "orig", None) or exc)
 
 
+def _driver_error(exc: BaseException) -> sqlite3.Error | None:
+    """SQLite's own error, also inside SQLAlchemy's wrapper (None for any other error)."""
+    orig = getattr(exc, "orig", exc)
+    return orig if isinstance(orig, sqlite3.Error) else None
+
+
 def _is_busy(exc: BaseException) -> bool:
     """Whether another process holds the database: it is in use, not damaged."""
-    orig = getattr(exc, "orig", exc)
+    orig = _driver_error(exc)
     if not isinstance(orig, sqlite3.OperationalError):
         return False
     code = getattr(orig, "sqlite_errorcode", None)
@@ -403,17 +407,22 @@ def _is_busy(exc: BaseException) -> bool:
 
 
 def _is_full(exc: BaseException) -> bool:
-    """Whether SQLite refused for lack of space (SQLITE_FULL), also inside SQLAlchemy's wrapper."""
-    orig = getattr(exc, "orig", exc)
-    if not isinstance(orig, sqlite3.Error):
+    """Whether SQLite refused for lack of space (SQLITE_FULL)."""
+    orig = _driver_error(exc)
+    if orig is None:
         return False
     code = getattr(orig, "sqlite_errorcode", None)
     return (code & 0xFF) == _SQLITE_FULL if code is not None else "full" in str(orig)
 
 
-def _is_unavailable(exc: sqlite3.Error) -> bool:
+def _is_unavailable(exc: BaseException) -> bool:
     """Whether SQLite refused because of where the file is (busy, read-only, full, I/O), not its data."""
-    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    orig = _driver_error(exc)
+    if orig is None:
+        return False
+    code = getattr(orig, "sqlite_errorcode", None)  # Python 3.11+
     if code is not None:
         return (code & 0xFF) in _SQLITE_UNAVAILABLE_CODES
-    return isinstance(exc, sqlite3.OperationalError) and any(word in str(exc) for word in _UNAVAILABLE_WORDS)
+    return isinstance(orig, sqlite3.OperationalError) and any(
+        word in str(orig) for word in _UNAVAILABLE_WORDS
+    )
