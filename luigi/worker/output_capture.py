@@ -19,6 +19,7 @@ import select
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from itertools import count
 from typing import Any
@@ -52,13 +53,29 @@ MIN_SECRET_CHARS = 4  # a shorter value (a digit, a flag) would mask ordinary te
 def hidden_values(task: Any) -> list[str]:
     """The serialized values of ``task``'s HIDDEN and PRIVATE parameters: never shipped in its log."""
     values = []
-    for name, parameter in task.get_params():
-        if parameter.visibility != ParameterVisibility.PUBLIC and name in task.param_kwargs:
+    for name, parameter in _secret_params(type(task)):
+        if name in task.param_kwargs:
             try:
                 values.append(str(parameter.serialize(task.param_kwargs[name])))
             except Exception:  # a value its parameter cannot serialize is not in the log as such either
                 continue
     return values
+
+
+_SECRET_PARAMS: weakref.WeakKeyDictionary[type, tuple[tuple[str, Any], ...]] = weakref.WeakKeyDictionary()
+
+
+def _secret_params(task_class: Any) -> tuple[tuple[str, Any], ...]:
+    """A task class's HIDDEN and PRIVATE parameters, looked up once per class (most classes have none)."""
+    found = _SECRET_PARAMS.get(task_class)
+    if found is None:
+        found = tuple(
+            (name, parameter)
+            for name, parameter in task_class.get_params()
+            if parameter.visibility != ParameterVisibility.PUBLIC
+        )
+        _SECRET_PARAMS[task_class] = found
+    return found
 
 
 class Scrubber:
@@ -109,24 +126,32 @@ class TaskLogSink:
 
     def feed(self, data: bytes) -> None:
         """Take output as it was written (partial UTF-8 sequences wait for their rest)."""
-        if not self._cut:
-            if self._decoder is None:
+        if self._cut:
+            return
+        if self._decoder is None:
+            try:
+                text = data.decode("utf-8")  # the usual case: whole characters, no decoder to make
+            except UnicodeDecodeError:  # a character split between writes, or bytes that are not UTF-8
                 self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
-            self._add(self._masked(self._decoder.decode(data), final=False))
+                text = self._decoder.decode(data)
+        else:
+            text = self._decoder.decode(data)
+        self._add(self._masked(text, final=False))
 
     def _masked(self, text: str, final: bool) -> str:
         return self._scrubber.scrub(text, final) if self._scrubber else text
 
     def _add(self, text: str) -> None:
         room = self._max_bytes - self._sent - self._buffered
-        encoded = text.encode("utf-8")
-        if len(encoded) > room:
-            text = encoded[: max(room, 0)].decode("utf-8", "ignore") + cut_marker(self._max_bytes)
-            encoded = text.encode("utf-8")
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))
+        if size > room:
+            kept = text.encode("utf-8")[: max(room, 0)].decode("utf-8", "ignore")
+            text = kept + cut_marker(self._max_bytes)
+            size = len(text.encode("utf-8"))
             self._cut = True
         if text:
             self._buffer.append(text)
-            self._buffered += len(encoded)
+            self._buffered += size
             self._since = self._since if self._since is not None else time.monotonic()
 
     def ship_if_due(self) -> None:
@@ -138,8 +163,10 @@ class TaskLogSink:
 
     def finish(self) -> None:
         """Keep the rest as ``tail``, the run's last chunk (None when the run wrote nothing)."""
-        if not self._cut and self._decoder is not None:
-            self._add(self._masked(self._decoder.decode(b"", final=True), final=True))
+        if not self._cut:
+            rest = self._decoder.decode(b"", final=True) if self._decoder is not None else ""
+            if rest or self._scrubber:  # a scrubber may hold the last characters back
+                self._add(self._masked(rest, final=True))
         if self._sent or self._buffer:
             self.tail = {"run": self.run, "offset": self._sent, "chunk": "".join(self._buffer)}
             self._buffer.clear()
@@ -192,6 +219,7 @@ class OutputCapture:
         for read_end, _ in self._pipes:
             os.set_blocking(read_end, False)
             _enlarge(read_end)
+        self._pipe_of = {read_end: index for index, (read_end, _) in enumerate(self._pipes)}
         self._waiting = select.poll()  # the drain's own: two threads must not use one poll object at once
         for read_end, _ in self._pipes:
             self._waiting.register(read_end, select.POLLIN)
@@ -251,9 +279,8 @@ class OutputCapture:
 
     def _drain(self) -> None:
         """Copy everything waiting in the pipes to the console and the sink (with the lock held)."""
-        if not self._waiting.poll(0):  # one cheap look at both pipes: most runs end with nothing waiting
-            return
-        for (read_end, _), original in zip(self._pipes, self._originals, strict=True):
+        for read_end, _ in self._waiting.poll(0):  # one look at both pipes: often nothing is waiting
+            original = self._originals[self._pipe_of[read_end]]
             while True:
                 try:
                     data = os.read(read_end, _READ_BYTES)
@@ -264,6 +291,8 @@ class OutputCapture:
                 _write_all(original, data)
                 if self._sink is not None:
                     self._sink.feed(data)
+                if len(data) < _READ_BYTES:  # a short read emptied the pipe: no read to fail
+                    break
 
 
 def _enlarge(fd: int) -> None:

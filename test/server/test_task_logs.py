@@ -333,3 +333,16 @@ def test_a_log_disk_that_refuses_writes_costs_the_logs_only(tmp_path: Path, capl
         scheduler.flush()  # the state's flush goes on: it raises nothing
     errors = [r for r in caplog.records if "Task logs are not kept" in r.getMessage()]
     assert len(errors) == 1 and "No space left on device" in errors[0].getMessage()
+
+
+def test_a_log_in_any_script_reads_back_the_same_after_luigid_reopens_its_segments(tmp_path: Path) -> None:
+    text = 'quotes " and \\ backslashes, tabs\t, Grüße, 日本, 🙂\n'
+    store = TaskLogStore(str(tmp_path / "logs"), keep_days=0)
+    store.append("T", "w", "run-1", 0, text, False, now=1000.0)
+    size = len(text.encode("utf-8"))
+    store.append("T", "w", "run-1", size, "end\n", True, now=1001.5)
+    store.close()
+    for reading in (store, TaskLogStore(str(tmp_path / "logs"), keep_days=0)):
+        log = reading.read("T", None, 0)
+        assert log["chunk"] == text + "end\n" and log["nextOffset"] == size + 4 and log["ended"]
+        assert log["attempts"][0]["bytes"] == size + 4

@@ -13,22 +13,20 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from json.encoder import encode_basestring
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from luigi.scheduler.settings import SchedulerConfig
 
 logger = logging.getLogger("luigi.server")
 
-_LINE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # made once: json.dumps with options
-# builds an encoder per call
 MAX_ANSWER_BYTES = 256 * 1024  # of one task_log answer; the page asks again from the next offset
 _SEGMENT_SUFFIX = ".log.jsonl"
 _DAY_SECONDS = 86400
 
 
-@dataclass(slots=True)
-class _Chunk:
+class _Chunk(NamedTuple):  # a tuple: the collector stops tracking it, as it holds no containers
     segment: str
     position: int  # where its line starts in the segment
     offset: int  # where its text starts in the run's log (UTF-8 bytes)
@@ -61,9 +59,11 @@ class TaskLogStore:
         self._keep_days = keep_days
         self._runs: dict[str, list[RunLog]] = {}  # by task id, oldest attempt first
         self._by_run: dict[tuple[str, str], RunLog] = {}
+        self._workers: dict[str, str] = {}
         self._segment_name = ""
         self._segment_day = -1.0  # the UTC day (days since the epoch) of the open segment
         self._segment: IO[bytes] | None = None
+        self._written_at = -1  # where the last record written starts in the open segment
         self._failing = False  # the directory refused a write (disk full): said once, until it works again
         os.makedirs(directory, exist_ok=True)
         self._load()
@@ -74,34 +74,33 @@ class TaskLogStore:
         self, task_id: str, worker: str, run: str, offset: int, chunk: str, ended: bool, now: float
     ) -> None:
         """Add a chunk of a run's log; a chunk sent again (a retried request) is not kept twice."""
-        log = self._run_log(task_id, worker, run, now)
-        chunk_size = len(chunk.encode("utf-8"))
-        text = _unseen_part(chunk, offset, log.received)
-        text_size = chunk_size if text is chunk else len(text.encode("utf-8"))
+        log = self._by_run.get((task_id, run)) or self._new_run_log(task_id, worker, run, now)
+        chunk_size = _utf8_size(chunk)
+        text = chunk if offset == log.received else _unseen_part(chunk, offset, log.received)
+        text_size = chunk_size if text is chunk else _utf8_size(text)
         received = max(log.received, offset + chunk_size)
         if text or (ended and not log.ended):
-            record = {"t": task_id, "w": worker, "r": run, "d": text, "n": received, "s": now}
-            self._write({**record, "e": 1} if ended else record, log, text_size)
+            self._write(_record_line(task_id, worker, run, text, received, now, ended), now, log)
+            self._index(log, self._segment_name, self._written_at, text_size, received, ended)
 
-    def _run_log(self, task_id: str, worker: str, run: str, now: float) -> RunLog:
-        log = self._by_run.get((task_id, run))
-        if log is None:
-            runs = self._runs.setdefault(task_id, [])
-            log = RunLog(run, worker, len(runs) + 1, now)
-            runs.append(log)
-            self._by_run[(task_id, run)] = log
+    def _new_run_log(self, task_id: str, worker: str, run: str, now: float) -> RunLog:
+        """The log of a run not seen before: the task's next attempt."""
+        runs = self._runs.setdefault(task_id, [])
+        worker = self._workers.setdefault(worker, worker)  # one copy of a worker's id for all its runs
+        log = self._by_run[(task_id, run)] = RunLog(run, worker, len(runs) + 1, now)
+        runs.append(log)
         return log
 
-    def _write(self, record: dict[str, Any], log: RunLog, size: int) -> None:
-        """Append one record; a disk that refuses it costs that chunk only (logged once), never the state."""
+    def _write(self, line: bytes, now: float, log: RunLog) -> None:
+        """Append one record (``_written_at`` says where; -1 when the disk refused it: that chunk is lost,
+        said once, never the state)."""
         try:
-            segment = self._open_segment(float(record["s"]))
-            position = segment.tell()
-            segment.write(_LINE.encode(record).encode("utf-8") + b"\n")
+            segment = self._open_segment(now)
+            self._written_at = segment.tell()
+            segment.write(line)
         except OSError as exc:
+            self._written_at = -1
             self._failed(exc)
-            return
-        self._index(record, log, self._segment_name, position, size)
 
     def _failed(self, exc: OSError) -> None:
         if not self._failing:
@@ -114,13 +113,17 @@ class TaskLogStore:
                 pass
             self._segment = None
 
-    def _index(self, record: dict[str, Any], log: RunLog, segment: str, position: int, size: int) -> None:
-        """Note where a record's text is (``size``: its UTF-8 bytes) and what it says of the run."""
+    @staticmethod
+    def _index(log: RunLog, segment: str, position: int, size: int, received: int, ended: bool) -> None:
+        """Note where a record's text is (``size``: its UTF-8 bytes; ``position`` -1: nowhere, it was not
+        written) and what it says of the run."""
+        if position < 0:
+            return
         if size:
             log.chunks.append(_Chunk(segment, position, log.size, size))
             log.size += size
-        log.received = max(log.received, int(record.get("n", 0)))
-        if record.get("e"):
+        log.received = max(log.received, received)
+        if ended:
             log.ended = True
 
     def _open_segment(self, now: float) -> IO[bytes]:
@@ -235,8 +238,25 @@ class TaskLogStore:
         except (ValueError, KeyError, TypeError):
             logger.warning("Skipping an unreadable line of the task log segment %s", segment)
             return
-        log = self._run_log(task_id, worker, run, float(record.get("s", 0)))
-        self._index(record, log, segment, position, len(str(record.get("d", "")).encode("utf-8")))
+        started = float(record.get("s", 0))
+        log = self._by_run.get((task_id, run)) or self._new_run_log(task_id, worker, run, started)
+        size, received = _utf8_size(str(record.get("d", ""))), int(record.get("n", 0))
+        self._index(log, segment, position, size, received, bool(record.get("e")))
+
+
+def _record_line(
+    task_id: str, worker: str, run: str, text: str, received: int, now: float, ended: bool
+) -> bytes:
+    """A chunk's line in a segment, a JSON object formatted here: json's encoder costs twice as much."""
+    end = ',"e":1}\n' if ended else "}\n"
+    return (
+        f'{{"t":{encode_basestring(task_id)},"w":{encode_basestring(worker)},"r":{encode_basestring(run)},'
+        f'"d":{encode_basestring(text)},"n":{int(received)},"s":{float(now)!r}{end}'
+    ).encode()
+
+
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def _unseen_part(chunk: str, offset: int, received: int) -> str:
