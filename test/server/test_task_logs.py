@@ -346,3 +346,15 @@ def test_a_log_in_any_script_reads_back_the_same_after_luigid_reopens_its_segmen
         log = reading.read("T", None, 0)
         assert log["chunk"] == text + "end\n" and log["nextOffset"] == size + 4 and log["ended"]
         assert log["attempts"][0]["bytes"] == size + 4
+
+
+def test_a_run_after_older_ones_expired_is_numbered_after_the_last_one_kept(tmp_path: Path) -> None:
+    store = TaskLogStore(str(tmp_path / "logs"), keep_days=2)
+    day = 86400.0
+    store.append("T", "w", "r1", 0, "first run", True, now=10 * day)
+    store.append("T", "w", "r2", 0, "second run", True, now=13 * day)
+    store.expire(now=13 * day)
+    store.append("T", "w", "r3", 0, "third run", True, now=13 * day + 1)
+    log = store.read("T", None, 0)
+    assert [a["attempt"] for a in log["attempts"]] == [2, 3] and log["chunk"] == "third run"
+    assert store.read("T", 2, 0)["chunk"] == "second run"

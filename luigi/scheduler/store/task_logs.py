@@ -58,7 +58,6 @@ class TaskLogStore:
         self._directory = directory
         self._keep_days = keep_days
         self._runs: dict[str, list[RunLog]] = {}  # by task id, oldest attempt first
-        self._by_run: dict[tuple[str, str], RunLog] = {}
         self._workers: dict[str, str] = {}
         self._segment_name = ""
         self._segment_day = -1.0  # the UTC day (days since the epoch) of the open segment
@@ -74,7 +73,7 @@ class TaskLogStore:
         self, task_id: str, worker: str, run: str, offset: int, chunk: str, ended: bool, now: float
     ) -> None:
         """Add a chunk of a run's log; a chunk sent again (a retried request) is not kept twice."""
-        log = self._by_run.get((task_id, run)) or self._new_run_log(task_id, worker, run, now)
+        log = self._run_log(task_id, worker, run, now)
         chunk_size = _utf8_size(chunk)
         text = chunk if offset == log.received else _unseen_part(chunk, offset, log.received)
         text_size = chunk_size if text is chunk else _utf8_size(text)
@@ -83,11 +82,17 @@ class TaskLogStore:
             self._write(_record_line(task_id, worker, run, text, received, now, ended), now, log)
             self._index(log, self._segment_name, self._written_at, text_size, received, ended)
 
-    def _new_run_log(self, task_id: str, worker: str, run: str, now: float) -> RunLog:
-        """The log of a run not seen before: the task's next attempt."""
-        runs = self._runs.setdefault(task_id, [])
+    def _run_log(self, task_id: str, worker: str, run: str, now: float) -> RunLog:
+        """The log of ``run``, the task's next attempt if it was not seen before (the run a chunk is for
+        is nearly always the task's last one: looked for from the end)."""
+        runs = self._runs.get(task_id)
+        if runs is None:
+            runs = self._runs[task_id] = []
+        for log in reversed(runs):
+            if log.run == run:
+                return log
         worker = self._workers.setdefault(worker, worker)  # one copy of a worker's id for all its runs
-        log = self._by_run[(task_id, run)] = RunLog(run, worker, len(runs) + 1, now)
+        log = RunLog(run, worker, runs[-1].attempt + 1 if runs else 1, now)
         runs.append(log)
         return log
 
@@ -211,9 +216,6 @@ class TaskLogStore:
             kept = [run for run in runs if not run.chunks or run.chunks[-1].segment not in expired]
             for run in runs:
                 run.chunks = [chunk for chunk in run.chunks if chunk.segment not in expired]
-            gone = [run for run in runs if run not in kept]
-            for run in gone:
-                self._by_run.pop((task_id, run.run), None)
             if kept:
                 self._runs[task_id] = kept
             else:
@@ -239,7 +241,7 @@ class TaskLogStore:
             logger.warning("Skipping an unreadable line of the task log segment %s", segment)
             return
         started = float(record.get("s", 0))
-        log = self._by_run.get((task_id, run)) or self._new_run_log(task_id, worker, run, started)
+        log = self._run_log(task_id, worker, run, started)
         size, received = _utf8_size(str(record.get("d", ""))), int(record.get("n", 0))
         self._index(log, segment, position, size, received, bool(record.get("e")))
 
