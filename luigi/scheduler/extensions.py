@@ -7,14 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 from luigi.scheduler.model.clock import Clock
+from luigi.scheduler.model.state import ACTIVE_RUN_STATUSES, SchedulerState
 from luigi.scheduler.schedules import ScheduleDesk
-from luigi.scheduler.store.task_logs import TaskLogStore
+from luigi.scheduler.store.task_logs import Running, TaskLogStore
 
 
 class ExtensionMethods:
     """``scheduler_features``, the task-log calls and the ``schedule_*`` calls."""
 
     _clock: Clock
+    _state: SchedulerState
     _task_logs: TaskLogStore | None
     _schedules: ScheduleDesk
 
@@ -37,8 +39,15 @@ class ExtensionMethods:
         and every attempt's summary; ``kept`` is False when this scheduler keeps no logs."""
         if self._task_logs is None:
             return {"taskId": task_id, "kept": False, "attempts": [], "attempt": None, "chunk": "",
-                    "nextOffset": 0, "ended": False}  # fmt: skip
-        return {**self._task_logs.read(task_id, attempt, offset), "kept": True}
+                    "nextOffset": 0, "ended": False, "cutShort": False}  # fmt: skip
+        return {**self._task_logs.read(task_id, attempt, offset, self._running(task_id)), "kept": True}
+
+    def _running(self, task_id: str) -> Running:
+        """Who runs ``task_id`` now, and since when, or None."""
+        task = self._state.tasks.get(task_id)
+        if task is None or task.status not in ACTIVE_RUN_STATUSES or task.worker_running is None:
+            return None
+        return task.worker_running, task.time_running or 0.0
 
     # -- schedules luigid runs (ours, not Luigi's: luigi.schedules) ---------------------------------------
 

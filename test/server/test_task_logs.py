@@ -271,6 +271,28 @@ def test_the_log_of_a_running_task_can_be_followed_from_the_offset_it_reached(tm
     assert "after-go-marker" in rest["chunk"] and "before-go-marker" not in rest["chunk"]
 
 
+def test_a_run_whose_worker_was_killed_has_ended_without_its_last_output(tmp_path: Path) -> None:
+    with running_luigid(tmp_path, config="[scheduler]\nworker_disconnect_delay = 1\n") as luigid:
+        run = run_pipeline(luigid, tmp_path, "WaitsForGo", config="[worker]\nping_interval = 0.1\n")
+        task_id = wait_until(lambda: _task_id_or_none(luigid, "WaitsForGo"), what="the task to be known")
+        wait_until(lambda: "before-go-marker" in task_log(luigid, task_id)["chunk"], what="the first marker")
+        run.kill()  # the worker, and the task running in its process, die without a last word
+        run.wait(timeout=30)
+        log = wait_until(
+            lambda: (log := task_log(luigid, task_id)) and log["ended"] and log,
+            what="luigid to take the run for ended once it has lost its worker",
+        )
+        assert log["cutShort"] and log["attempts"][0]["cutShort"]
+        assert "before-go-marker" in log["chunk"] and "after-go-marker" not in log["chunk"]
+        with browser() as chromium, checked_page(chromium) as page:
+            open_view(page, luigid.url.rstrip("/"), f"#tab=tasks&detail={quote(task_id)}")
+            page.wait_for_function(
+                "() => /ended without its last output/"
+                ".test(document.querySelector('#task-log .task-log-note').textContent)"
+            )
+            assert "before-go-marker" in page.locator("#task-log .task-log").inner_text()
+
+
 def _task_id_or_none(luigid: LuigidProcess, family: str) -> str | None:
     try:
         return task_id_of(luigid, family)

@@ -44,11 +44,23 @@ class RunLog:
     size: int = 0  # bytes kept
     received: int = 0  # bytes of the worker's log accounted for (a gap's marker is ours, not the worker's)
     ended: bool = False
+    updated: float = 0.0  # when its last chunk came (luigid's clock)
     chunks: list[_Chunk] = field(default_factory=list)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self, going: bool) -> dict[str, Any]:
+        """Its summary; ``going`` False: its worker no longer runs it, so it has ended, said or not."""
+        ended = self.ended or not going
         return {"attempt": self.attempt, "worker": self.worker, "started": self.started, "bytes": self.size,
-                "ended": self.ended}  # fmt: skip
+                "ended": ended, "cutShort": ended and not self.ended}  # fmt: skip
+
+    def still_going(self, running: Running) -> bool:
+        """Whether the run may go on: its worker runs the task now, in a run it began before this log's
+        last chunk came (a run whose worker was lost or killed ends without saying so)."""
+        return running is not None and running[0] == self.worker and running[1] <= self.updated
+
+
+# Who runs a task now and since when (luigid's clock), or None when nobody does.
+Running = tuple[str, float] | None
 
 
 class TaskLogStore:
@@ -80,7 +92,7 @@ class TaskLogStore:
         received = max(log.received, offset + chunk_size)
         if text or (ended and not log.ended):
             self._write(_record_line(task_id, worker, run, text, received, now, ended), now, log)
-            self._index(log, self._segment_name, self._written_at, text_size, received, ended)
+            self._index(log, self._segment_name, self._written_at, text_size, received, ended, now)
 
     def _run_log(self, task_id: str, worker: str, run: str, now: float) -> RunLog:
         """The log of ``run``, the task's next attempt if it was not seen before (the run a chunk is for
@@ -119,7 +131,9 @@ class TaskLogStore:
             self._segment = None
 
     @staticmethod
-    def _index(log: RunLog, segment: str, position: int, size: int, received: int, ended: bool) -> None:
+    def _index(
+        log: RunLog, segment: str, position: int, size: int, received: int, ended: bool, now: float
+    ) -> None:
         """Note where a record's text is (``size``: its UTF-8 bytes; ``position`` -1: nowhere, it was not
         written) and what it says of the run."""
         if position < 0:
@@ -128,6 +142,7 @@ class TaskLogStore:
             log.chunks.append(_Chunk(segment, position, log.size, size))
             log.size += size
         log.received = max(log.received, received)
+        log.updated = now
         if ended:
             log.ended = True
 
@@ -166,19 +181,27 @@ class TaskLogStore:
 
     # -- reading --------------------------------------------------------------------------------------
 
-    def read(self, task_id: str, attempt: int | None, offset: int) -> dict[str, Any]:
-        """A chunk of one run's log from ``offset`` (the last attempt by default), and where to go on."""
+    def read(self, task_id: str, attempt: int | None, offset: int, running: Running = None) -> dict[str, Any]:
+        """A chunk of one run's log from ``offset`` (the last attempt by default), and where to go on.
+
+        ``running`` says who runs the task now: only the last attempt, if its worker runs the task still,
+        can go on; every other run has ended (``cutShort`` when its worker never said so).
+        """
         runs = self._runs.get(task_id, [])
         log = runs[-1] if attempt is None and runs else next((r for r in runs if r.attempt == attempt), None)
-        answer: dict[str, Any] = {"taskId": task_id, "attempts": [run.describe() for run in runs]}
+        going = bool(runs) and runs[-1].still_going(running)
+        attempts = [run.describe(going and run is runs[-1]) for run in runs]
+        answer: dict[str, Any] = {"taskId": task_id, "attempts": attempts}
         if log is None:
-            return {**answer, "attempt": None, "chunk": "", "nextOffset": 0, "ended": False}
+            return {**answer, "attempt": None, "chunk": "", "nextOffset": 0, "ended": False, "cutShort": False}
         self.flush()
         data = self._bytes_from(log, max(0, offset))
         text = data.decode("utf-8", "ignore")  # a chunk cut inside a character leaves it for the next
         next_offset = max(0, offset) + len(text.encode("utf-8"))
-        ended = log.ended and next_offset >= log.size
-        return {**answer, "attempt": log.attempt, "chunk": text, "nextOffset": next_offset, "ended": ended}
+        summary = attempts[runs.index(log)]
+        ended = summary["ended"] and next_offset >= log.size
+        return {**answer, "attempt": log.attempt, "chunk": text, "nextOffset": next_offset, "ended": ended,
+                "cutShort": ended and summary["cutShort"]}  # fmt: skip
 
     def _bytes_from(self, log: RunLog, offset: int) -> bytes:
         parts: list[bytes] = []
@@ -240,10 +263,10 @@ class TaskLogStore:
         except (ValueError, KeyError, TypeError):
             logger.warning("Skipping an unreadable line of the task log segment %s", segment)
             return
-        started = float(record.get("s", 0))
-        log = self._run_log(task_id, worker, run, started)
+        at = float(record.get("s", 0))
+        log = self._run_log(task_id, worker, run, at)
         size, received = _utf8_size(str(record.get("d", ""))), int(record.get("n", 0))
-        self._index(log, segment, position, size, received, bool(record.get("e")))
+        self._index(log, segment, position, size, received, bool(record.get("e")), at)
 
 
 def _record_line(

@@ -80,7 +80,8 @@ export class TaskLogView {
     this.append(log.chunk || '');
     this.offset = log.nextOffset;
     this.ended = Boolean(log.ended);
-    const state = this.ended ? 'ended' : 'running, following it';
+    const state = !this.ended ? 'running, following it'
+      : log.cutShort ? 'ended without its last output: its worker was lost or stopped' : 'ended';
     this.note.textContent = `Run ${log.attempt} of ${attempts.length} (${state}).`;
   }
 
