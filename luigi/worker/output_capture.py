@@ -22,9 +22,12 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from itertools import count
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from luigi.parameter import ParameterVisibility
+from luigi.parameter import Parameter, ParameterVisibility
+
+if TYPE_CHECKING:
+    from luigi.task import Task
 
 # A chunk is sent once this much is buffered, or when the oldest buffered output is this old.
 CHUNK_BYTES = 64 * 1024
@@ -62,10 +65,11 @@ def hidden_values(task: Any) -> list[str]:
     return values
 
 
-_SECRET_PARAMS: weakref.WeakKeyDictionary[type, tuple[tuple[str, Any], ...]] = weakref.WeakKeyDictionary()
+_SecretParams = tuple[tuple[str, Parameter], ...]
+_SECRET_PARAMS: weakref.WeakKeyDictionary[type, _SecretParams] = weakref.WeakKeyDictionary()
 
 
-def _secret_params(task_class: Any) -> tuple[tuple[str, Any], ...]:
+def _secret_params(task_class: type[Task]) -> _SecretParams:
     """A task class's HIDDEN and PRIVATE parameters, looked up once per class (most classes have none)."""
     found = _SECRET_PARAMS.get(task_class)
     if found is None:

@@ -193,12 +193,13 @@ class TaskLogStore:
         attempts = [run.describe(going and run is runs[-1]) for run in runs]
         answer: dict[str, Any] = {"taskId": task_id, "attempts": attempts}
         if log is None:
-            return {**answer, "attempt": None, "chunk": "", "nextOffset": 0, "ended": False, "cutShort": False}
+            return {**answer, "attempt": None, "chunk": "", "nextOffset": 0, "ended": False,
+                    "cutShort": False}  # fmt: skip
         self.flush()
         data = self._bytes_from(log, max(0, offset))
         text = data.decode("utf-8", "ignore")  # a chunk cut inside a character leaves it for the next
         next_offset = max(0, offset) + len(text.encode("utf-8"))
-        summary = attempts[runs.index(log)]
+        summary = log.describe(going and log is runs[-1])
         ended = summary["ended"] and next_offset >= log.size
         return {**answer, "attempt": log.attempt, "chunk": text, "nextOffset": next_offset, "ended": ended,
                 "cutShort": ended and summary["cutShort"]}  # fmt: skip
