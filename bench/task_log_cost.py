@@ -1,0 +1,68 @@
+"""What keeping task logs costs: ``bench.luigid_bench`` cases with the worker's capture on and off, A/B.
+
+    .venv/bin/python -m bench.task_log_cost                          # wide, N = 10,000, workers 1, INFO
+    .venv/bin/python -m bench.task_log_cost --workers 2 --rounds 4
+    .venv/bin/python -m bench.task_log_cost --log-level WARNING      # runs that write nothing
+
+Each round runs off, on, on, off (ABBA, so that the machine's drift falls on both sides alike); "off" is
+``[worker] task_log_max_bytes = 0`` (nothing captured, nothing shipped), "on" the default (1 MiB per run).
+At INFO each run logs two lines, which "on" captures and ships to luigid with the run's final status. The
+cost reported is the median over rounds of (on + on) / (off + off) - 1, for wall time and for the CPU of
+worker and luigid together. These machines' speed drifts from minute to minute: run several rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+from pathlib import Path
+
+from bench.luigid_bench import SHAPES, measure_case
+
+OFF = "[worker]\ntask_log_max_bytes = 0\n"
+ON = "[worker]\n"
+ORDER = ("off", "on", "on", "off")
+
+
+def one_round(shape: str, n: int, workers: int, log_level: str, configs: dict[str, str]) -> dict[str, float]:
+    """One ABBA round: the wall and CPU ratios of on to off."""
+    results: dict[str, list[dict[str, float]]] = {"off": [], "on": []}
+    for side in ORDER:
+        os.environ["LUIGI_CONFIG_PATH"] = configs[side]  # the worker's (luigid is given its own)
+        results[side].append(measure_case(shape, n, workers, log_level=log_level))
+    wall = {side: sum(r["wall_s"] for r in rs) for side, rs in results.items()}
+    cpu = {side: sum(r["worker_cpu_s"] + r["luigid_cpu_s"] for r in rs) for side, rs in results.items()}
+    return {"wall": wall["on"] / wall["off"], "cpu": cpu["on"] / cpu["off"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--shape", default="wide", choices=SHAPES)
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--rounds", type=int, default=4)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="task-log-cost-") as folder:
+        configs = {"off": str(Path(folder, "off.cfg")), "on": str(Path(folder, "on.cfg"))}
+        Path(configs["off"]).write_text(OFF)
+        Path(configs["on"]).write_text(ON)
+        ratios = []
+        for number in range(1, args.rounds + 1):
+            ratios.append(one_round(args.shape, args.size, args.workers, args.log_level, configs))
+            last = ratios[-1]
+            print(f"round {number}: wall {last['wall'] - 1:+.1%}  CPU {last['cpu'] - 1:+.1%}", flush=True)
+    wall = statistics.median(r["wall"] for r in ratios) - 1
+    cpu = statistics.median(r["cpu"] for r in ratios) - 1
+    print(
+        f"task logs cost, {args.shape} N={args.size} workers={args.workers} {args.log_level}: "
+        f"wall {wall:+.1%}, CPU {cpu:+.1%} (median of {args.rounds} ABBA rounds)"
+    )
+
+
+if __name__ == "__main__":
+    main()
