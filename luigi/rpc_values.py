@@ -191,7 +191,8 @@ def _owners_check(value: Any) -> str | None:
 
 def _log_tail_check(value: Any) -> str | None:
     """A run's last log chunk riding on its final ``add_task``: ``{"run", "offset", "chunk"}``."""
-    if not isinstance(value, dict) or set(value) != {"run", "offset", "chunk"}:
+    if not (isinstance(value, dict) and len(value) == 3 and "run" in value and "offset" in value
+            and "chunk" in value):  # fmt: skip
         return f"must be an object with run, offset and chunk, got {_shown(value)}"
     for key, check in (("run", _name_check), ("offset", _int_check), ("chunk", _text_check)):
         found = check(value[key])

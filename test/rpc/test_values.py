@@ -23,6 +23,8 @@ from luigi.rpc_values import MAX_DEPTH, MAX_NAME_CHARS, checker, free_problem, t
         ("dict[number]", {"cpu": 2, "mem": 0.5}),
         ("list[name]", ["A", "B"]),
         ("any", {"traceback": "line 1\nline 2", "nul in free text": "a\x00b", "n": [1, 2.5, None, True]}),
+        ("log_tail", {"run": "a1b2c3d4e5f60001", "offset": 0, "chunk": "INFO: done\n"}),
+        ("log_tail?", None),
     ],
 )
 def test_values_luigi_clients_send_pass(kind, value):
@@ -50,6 +52,11 @@ def test_values_luigi_clients_send_pass(kind, value):
         ("any", {"a": ["ok", {"b": "\ud800"}]}, "entry 'a' entry 'b' is not valid Unicode text"),
         ("any", [float("-inf")], "item 0 is -inf"),
         ("dict", {"k": {1, 2}}, "holds a set, which is not a JSON value"),
+        ("log_tail", {"run": "r", "offset": 0}, "must be an object with run, offset and chunk"),
+        ("log_tail", {"run": "r", "offset": 0, "chunk": "", "x": 1}, "must be an object with run, offset"),
+        ("log_tail", ["run", "offset", "chunk"], "must be an object with run, offset and chunk"),
+        ("log_tail", {"run": "r", "offset": -1, "chunk": ""}, "offset must not be negative"),
+        ("log_tail", {"run": "r", "offset": 0, "chunk": 7}, "chunk must be a string"),
     ],
 )
 def test_anything_unfit_to_store_is_named(kind, value, problem):

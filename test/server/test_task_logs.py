@@ -352,7 +352,8 @@ def test_a_log_disk_that_refuses_writes_costs_the_logs_only(tmp_path: Path, capl
     scheduler = Scheduler(task_logs=store, clock=lambda: now)
     for n in range(3):
         scheduler.append_task_log("T", "w", f"run-{n}", 0, "x" * 10000, True)
-        scheduler.flush()  # the state's flush goes on: it raises nothing
+        scheduler.flush()  # the state's flush, before the answer, and after it the checkpoint that
+        scheduler.checkpoint(due_only=True)  # keeps the logs: neither raises
     errors = [r for r in caplog.records if "Task logs are not kept" in r.getMessage()]
     assert len(errors) == 1 and "No space left on device" in errors[0].getMessage()
 
@@ -368,6 +369,18 @@ def test_a_log_in_any_script_reads_back_the_same_after_luigid_reopens_its_segmen
         log = reading.read("T", None, 0)
         assert log["chunk"] == text + "end\n" and log["nextOffset"] == size + 4 and log["ended"]
         assert log["attempts"][0]["bytes"] == size + 4
+
+
+def test_a_restarted_luigid_appends_to_the_day_s_segment_after_what_it_holds(tmp_path: Path) -> None:
+    first = TaskLogStore(str(tmp_path / "logs"), keep_days=0)
+    first.append("Before", "w", "r1", 0, "from before the restart\n", True, now=1000.0)
+    first.close()
+    second = TaskLogStore(str(tmp_path / "logs"), keep_days=0)
+    second.append("After", "w", "r2", 0, "from after it\n", True, now=1001.0)
+    second.close()
+    for reading in (second, TaskLogStore(str(tmp_path / "logs"), keep_days=0)):
+        assert reading.read("Before", None, 0)["chunk"] == "from before the restart\n"
+        assert reading.read("After", None, 0)["chunk"] == "from after it\n"
 
 
 def test_a_run_after_older_ones_expired_is_numbered_after_the_last_one_kept(tmp_path: Path) -> None:

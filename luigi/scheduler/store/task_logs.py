@@ -1,7 +1,8 @@
 """The logs of task runs that ``luigid`` keeps: what workers shipped of each run's output, by attempt.
 
-Chunks are appended as JSON lines to one segment file per UTC day in the log directory (beside the state
-by default), so a chunk costs one buffered write; an index in memory says where each run's chunks are,
+A chunk is taken as the request comes and kept once ``luigid`` has answered (so the worker never waits
+for it): appended as a JSON line to one segment file per UTC day in the log directory (beside the state
+by default), one buffered write; an index in memory says where each run's chunks are,
 and is rebuilt from the segments at start. Segments older than ``keep_days`` are deleted whole. A run is
 one attempt of a task, numbered in the order its first chunk arrived; offsets are UTF-8 bytes of its log.
 """
@@ -75,7 +76,9 @@ class TaskLogStore:
         self._segment_day = -1.0  # the UTC day (days since the epoch) of the open segment
         self._segment: IO[bytes] | None = None
         self._written_at = -1  # where the last record written starts in the open segment
+        self._segment_end = 0  # where the next one will: counted here, as asking the file is a system call
         self._failing = False  # the directory refused a write (disk full): said once, until it works again
+        self._pending: list[tuple[str, str, str, int, str, bool, float]] = []  # taken, not kept yet
         os.makedirs(directory, exist_ok=True)
         self._load()
 
@@ -84,7 +87,20 @@ class TaskLogStore:
     def append(
         self, task_id: str, worker: str, run: str, offset: int, chunk: str, ended: bool, now: float
     ) -> None:
-        """Add a chunk of a run's log; a chunk sent again (a retried request) is not kept twice."""
+        """Take a chunk of a run's log, kept by the next ``settle``: ``luigid`` settles right after it
+        answers, so the worker does not wait for the keeping, and every read settles first."""
+        self._pending.append((task_id, worker, run, offset, chunk, ended, now))
+
+    def settle(self) -> None:
+        """Keep the chunks taken since the last call, in order; a chunk sent again (a retried request) is
+        not kept twice."""
+        pending, self._pending = self._pending, []
+        for task_id, worker, run, offset, chunk, ended, now in pending:
+            self._keep(task_id, worker, run, offset, chunk, ended, now)
+
+    def _keep(
+        self, task_id: str, worker: str, run: str, offset: int, chunk: str, ended: bool, now: float
+    ) -> None:
         log = self._run_log(task_id, worker, run, now)
         chunk_size = _utf8_size(chunk)
         text = chunk if offset == log.received else _unseen_part(chunk, offset, log.received)
@@ -113,8 +129,9 @@ class TaskLogStore:
         said once, never the state)."""
         try:
             segment = self._open_segment(now)
-            self._written_at = segment.tell()
+            self._written_at = self._segment_end
             segment.write(line)
+            self._segment_end += len(line)
         except OSError as exc:
             self._written_at = -1
             self._failed(exc)
@@ -155,11 +172,14 @@ class TaskLogStore:
             if self._segment is not None:
                 self._segment.close()
             self._segment = open(os.path.join(self._directory, name), "ab")
+            self._segment_end = self._segment.tell()  # opened for appending: at the end
             self._segment_name = name
         return self._segment
 
     def flush(self) -> None:
-        """Hand what was appended to the operating system (``luigid`` calls it after each request)."""
+        """Keep the chunks taken and hand them to the operating system (``luigid`` calls it after it
+        answers and on its timer)."""
+        self.settle()
         if self._segment is None:
             return
         try:
@@ -172,6 +192,7 @@ class TaskLogStore:
             logger.info("Task logs are kept again in %s", self._directory)
 
     def close(self) -> None:
+        self.settle()
         if self._segment is not None:
             try:
                 self._segment.close()
@@ -187,6 +208,7 @@ class TaskLogStore:
         ``running`` says who runs the task now: only the last attempt, if its worker runs the task still,
         can go on; every other run has ended (``cutShort`` when its worker never said so).
         """
+        self.settle()
         runs = self._runs.get(task_id, [])
         log = runs[-1] if attempt is None and runs else next((r for r in runs if r.attempt == attempt), None)
         going = bool(runs) and runs[-1].still_going(running)
@@ -228,6 +250,7 @@ class TaskLogStore:
         """Delete the segments older than ``keep_days`` and forget the runs that had chunks there only."""
         if self._keep_days <= 0:
             return
+        self.settle()
         oldest = (
             time.strftime("%Y-%m-%d", time.gmtime(now - self._keep_days * _DAY_SECONDS)) + _SEGMENT_SUFFIX
         )
