@@ -371,6 +371,16 @@ def test_a_log_in_any_script_reads_back_the_same_after_luigid_reopens_its_segmen
         assert log["attempts"][0]["bytes"] == size + 4
 
 
+def test_a_flood_of_chunks_is_written_as_it_comes_not_held_until_the_next_answer(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    store = TaskLogStore(str(logs), keep_days=0)
+    for n in range(1000):  # as plain-HTTP appends would come, with no RPC channel answer between them
+        store.append("T", "w", f"run-{n}", 0, "x" * 1000, True, now=1000.0)
+    written = sum(segment.stat().st_size for segment in logs.iterdir())
+    assert written > 700 * 1000  # all but the last few hundred chunks are in the segment already
+    store.close()
+
+
 def test_a_restarted_luigid_appends_to_the_day_s_segment_after_what_it_holds(tmp_path: Path) -> None:
     first = TaskLogStore(str(tmp_path / "logs"), keep_days=0)
     first.append("Before", "w", "r1", 0, "from before the restart\n", True, now=1000.0)

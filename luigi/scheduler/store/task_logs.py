@@ -25,6 +25,7 @@ logger = logging.getLogger("luigi.server")
 MAX_ANSWER_BYTES = 256 * 1024  # of one task_log answer; the page asks again from the next offset
 _SEGMENT_SUFFIX = ".log.jsonl"
 _DAY_SECONDS = 86400
+_MAX_PENDING_CHUNKS = 256  # taken and not kept yet: a flood of plain-HTTP appends is kept as it comes
 
 
 class _Chunk(NamedTuple):  # a tuple: the collector stops tracking it, as it holds no containers
@@ -88,8 +89,11 @@ class TaskLogStore:
         self, task_id: str, worker: str, run: str, offset: int, chunk: str, ended: bool, now: float
     ) -> None:
         """Take a chunk of a run's log, kept by the next ``settle``: ``luigid`` settles right after it
-        answers, so the worker does not wait for the keeping, and every read settles first."""
+        answers on an RPC channel (so the worker does not wait for the keeping) and on its 0.2 s timer,
+        and every read settles first; so many chunks waiting are kept at once."""
         self._pending.append((task_id, worker, run, offset, chunk, ended, now))
+        if len(self._pending) >= _MAX_PENDING_CHUNKS:
+            self.settle()
 
     def settle(self) -> None:
         """Keep the chunks taken since the last call, in order; a chunk sent again (a retried request) is
