@@ -30,17 +30,19 @@ ORDER = ("off", "on", "on", "off")
 Cases = dict[str, list[dict[str, float]]]
 
 
-def one_round(
-    shape: str, n: int, workers: int, log_level: str, configs: dict[str, str], cases: Cases
-) -> dict[str, float]:
-    """One ABBA round: the wall and CPU ratios of on to off (each case is also added to ``cases``)."""
+def one_round(shape: str, n: int, workers: int, log_level: str, configs: dict[str, str]) -> Cases:
+    """One ABBA round: its cases, by side."""
     results: Cases = {"off": [], "on": []}
     for side in ORDER:
         os.environ["LUIGI_CONFIG_PATH"] = configs[side]  # the worker's (luigid is given its own)
         results[side].append(measure_case(shape, n, workers, log_level=log_level))
-        cases[side].append(results[side][-1])
-    wall = {side: sum(r["wall_s"] for r in rs) for side, rs in results.items()}
-    cpu = {side: sum(_cpu(r) for r in rs) for side, rs in results.items()}
+    return results
+
+
+def total_ratios(cases: Cases) -> dict[str, float]:
+    """The wall and CPU ratios of the "on" cases' total to the "off" cases' total."""
+    wall = {side: sum(r["wall_s"] for r in rs) for side, rs in cases.items()}
+    cpu = {side: sum(_cpu(r) for r in rs) for side, rs in cases.items()}
     return {"wall": wall["on"] / wall["off"], "cpu": cpu["on"] / cpu["off"]}
 
 
@@ -73,7 +75,10 @@ def main() -> None:
         ratios = []
         cases: Cases = {"off": [], "on": []}
         for number in range(1, args.rounds + 1):
-            ratios.append(one_round(args.shape, args.size, args.workers, args.log_level, configs, cases))
+            round_cases = one_round(args.shape, args.size, args.workers, args.log_level, configs)
+            for side, results in round_cases.items():
+                cases[side].extend(results)
+            ratios.append(total_ratios(round_cases))
             last = ratios[-1]
             print(f"round {number}: wall {last['wall'] - 1:+.1%}  CPU {last['cpu'] - 1:+.1%}", flush=True)
     wall = statistics.median(r["wall"] for r in ratios) - 1
