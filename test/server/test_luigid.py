@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -177,6 +178,17 @@ def recorded_run(monkeypatch):
 def test_luigid_defaults_to_port_8082_on_loopback(recorded_run):
     cmdline.luigid([])
     assert recorded_run == [{"api_port": 8082, "address": "127.0.0.1", "unix_socket": None}]
+
+
+def test_luigid_collects_young_garbage_less_often_than_python_does(recorded_run):
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)  # Python's default
+        cmdline.luigid([])
+        assert gc.get_threshold() == cmdline.LUIGID_GC_THRESHOLDS
+        assert cmdline.LUIGID_GC_THRESHOLDS[0] > 700
+    finally:
+        gc.set_threshold(*before)
 
 
 def test_luigid_passes_address_port_and_socket_and_sets_the_state_path(recorded_run, tmp_path):
