@@ -115,6 +115,10 @@ class TaskLogSink:
     run's final status (``add_task(task_log=...)``), so a short run's log costs no call of its own.
     """
 
+    # One sink per run: slots make it cheaper to build.
+    __slots__ = ("run", "tail", "_scrubber", "_send", "_max_bytes", "_decoder", "_buffer", "_buffered",
+                 "_sent", "_since", "_cut")  # fmt: skip
+
     def __init__(self, send: SendChunk, max_bytes: int, secrets: Sequence[str] = ()) -> None:
         self.run = _new_run_id()
         self._scrubber = Scrubber(secrets) if secrets else None
@@ -309,13 +313,14 @@ def _enlarge(fd: int) -> None:
 
 
 def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            written = os.write(fd, view)
-        except OSError:  # the console went away: the log still gets the output
-            return
-        view = view[written:]
+    try:
+        written = os.write(fd, data)
+        if written < len(data):  # the console took part of it (a full pipe, a signal): the rest follows
+            view = memoryview(data)[written:]
+            while view:
+                view = view[os.write(fd, view) :]
+    except OSError:  # the console went away: the log still gets the output
+        return
 
 
 def _flush_stdio() -> None:
