@@ -166,6 +166,14 @@ def test_background_luigid_writes_its_pidfile_refuses_a_second_start_and_stops_o
 # -- the luigid() function ---------------------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def _collector_thresholds_restored():
+    """``luigid()`` sets this process's garbage collector thresholds: the tests after these keep theirs."""
+    before = gc.get_threshold()
+    yield
+    gc.set_threshold(*before)
+
+
 @pytest.fixture
 def recorded_run(monkeypatch):
     """``luigi.server.run`` replaced by a recorder (as tests patch it), logging set-up skipped."""
@@ -181,14 +189,10 @@ def test_luigid_defaults_to_port_8082_on_loopback(recorded_run):
 
 
 def test_luigid_collects_young_garbage_less_often_than_python_does(recorded_run):
-    before = gc.get_threshold()
-    try:
-        gc.set_threshold(700, 10, 10)  # Python's default
-        cmdline.luigid([])
-        assert gc.get_threshold() == cmdline.LUIGID_GC_THRESHOLDS
-        assert cmdline.LUIGID_GC_THRESHOLDS[0] > 700
-    finally:
-        gc.set_threshold(*before)
+    gc.set_threshold(700, 10, 10)  # Python's default
+    cmdline.luigid([])
+    assert gc.get_threshold() == cmdline.LUIGID_GC_THRESHOLDS
+    assert cmdline.LUIGID_GC_THRESHOLDS[0] > 700
 
 
 def test_luigid_passes_address_port_and_socket_and_sets_the_state_path(recorded_run, tmp_path):
