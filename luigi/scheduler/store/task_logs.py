@@ -212,7 +212,7 @@ class TaskLogStore:
         ``running`` says who runs the task now: only the last attempt, if its worker runs the task still,
         can go on; every other run has ended (``cutShort`` when its worker never said so).
         """
-        self.settle()
+        self.flush()  # every chunk taken is indexed, and in the segment where the read below looks
         runs = self._runs.get(task_id, [])
         log = runs[-1] if attempt is None and runs else next((r for r in runs if r.attempt == attempt), None)
         going = bool(runs) and runs[-1].still_going(running)
@@ -221,7 +221,6 @@ class TaskLogStore:
         if log is None:
             return {**answer, "attempt": None, "chunk": "", "nextOffset": 0, "ended": False,
                     "cutShort": False}  # fmt: skip
-        self.flush()
         data = self._bytes_from(log, max(0, offset))
         text = data.decode("utf-8", "ignore")  # a chunk cut inside a character leaves it for the next
         next_offset = max(0, offset) + len(text.encode("utf-8"))
