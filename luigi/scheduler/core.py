@@ -180,7 +180,7 @@ class Scheduler(ReadMethods, ExtensionMethods):
         Raises StateStoreError when the database cannot be written; the journal keeps the changes.
         """
         if self._task_logs is not None:
-            self._task_logs.flush()  # logs are not the state: written on this timer, not at each request
+            self._task_logs.flush_if_due()  # logs are not the state: not written at each request
         self._store.fold(due_only, limit)
 
     def dump(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -17,7 +18,7 @@ from helpers.browser import browser, checked_page, open_view
 from helpers.luigid import LuigidProcess, luigid_env, running_luigid, wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
-from luigi.scheduler.store.task_logs import TaskLogStore
+from luigi.scheduler.store.task_logs import FLUSH_EVERY_SECONDS, SEGMENT_BUFFER_BYTES, TaskLogStore
 from luigi.worker.output_capture import cut_marker
 
 PIPELINE = textwrap.dedent(
@@ -374,12 +375,78 @@ def test_a_log_in_any_script_reads_back_the_same_after_luigid_reopens_its_segmen
 def test_a_flood_of_chunks_is_written_as_it_comes_not_held_until_the_next_answer(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     store = TaskLogStore(str(logs), keep_days=0)
-    for n in range(1000):  # as plain-HTTP appends would come, with no RPC channel answer between them
+    for n in range(4000):  # as plain-HTTP appends would come, with no RPC channel answer between them
         store.append("T", "w", f"run-{n}", 0, "x" * 1000, True, now=1000.0)
     written = sum(segment.stat().st_size for segment in logs.iterdir())
-    assert written > 700 * 1000  # all but the last few hundred chunks are in the segment already
+    held = 256 * 1100 + SEGMENT_BUFFER_BYTES  # the chunks taken and not kept yet, and the segment's buffer
+    assert written > 4000 * 1000 - held
     store.close()
 
+
+def test_kept_chunks_reach_the_disk_at_most_a_second_apart_and_reads_see_them_at_once(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    clock = [100.0]
+    store = TaskLogStore(str(logs), keep_days=0, clock=lambda: clock[0])
+
+    def on_disk() -> int:
+        return sum(segment.stat().st_size for segment in logs.iterdir())
+
+    store.append("T", "w", "run-1", 0, "first\n", False, now=1000.0)
+    store.flush_if_due()  # luigid's checkpoint: the first hand-off goes out at once
+    first = on_disk()
+    assert first > 0
+    clock[0] += FLUSH_EVERY_SECONDS / 2
+    store.append("T", "w", "run-1", 6, "second\n", False, now=1000.5)
+    store.flush_if_due()
+    assert on_disk() == first  # kept in the segment's buffer, not written yet
+    assert store.read("T", None, 0)["chunk"] == "first\nsecond\n"  # a read hands everything over first
+    assert on_disk() > first
+    clock[0] += FLUSH_EVERY_SECONDS / 4  # a second after the first hand-off, not after the read's
+    store.append("T", "w", "run-1", 13, "third\n", True, now=1001.0)
+    store.flush_if_due()
+    second = on_disk()
+    clock[0] += FLUSH_EVERY_SECONDS
+    store.append("T", "w", "run-1", 19, "", True, now=1002.0)
+    store.append("U", "w", "run-2", 0, "other\n", True, now=1002.0)
+    store.flush_if_due()
+    assert on_disk() > second
+    again = TaskLogStore(str(logs), keep_days=0)
+    assert again.read("T", None, 0)["chunk"] == "first\nsecond\nthird\n"
+    assert again.read("U", None, 0)["chunk"] == "other\n"
+
+
+REFUSED_WRITE = """
+import json, os, resource, signal, sys
+from luigi.scheduler.store.task_logs import TaskLogStore
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+logs = sys.argv[1]
+store = TaskLogStore(logs, keep_days=0)
+store.append("T", "w", "run-1", 0, "kept\\n", False, now=1000.0)
+store.flush()
+(name,) = os.listdir(logs)
+written = os.path.getsize(os.path.join(logs, name))
+resource.setrlimit(resource.RLIMIT_FSIZE, (written, resource.RLIM_INFINITY))  # the disk refuses more
+store.append("T", "w", "run-1", 5, "x" * 100 + "\\n", False, now=1001.0)
+store.flush()
+resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))  # room again
+store.append("T", "w", "run-1", 106, "after\\n", True, now=1002.0)
+print(json.dumps([store.read("T", None, 0), store.read("T", None, 106)]))
+"""
+
+
+def test_a_chunk_the_disk_refused_reads_as_marked_and_the_log_after_it_keeps_offsets(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", REFUSED_WRITE, str(tmp_path / "logs")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    whole, from_offset = json.loads(done.stdout)
+    assert whole["chunk"].startswith("kept\n[luigi: this part of the log was lost")
+    assert len(whole["chunk"]) == 112 and whole["chunk"].endswith("after\n")
+    assert whole["nextOffset"] == 112 and whole["ended"]
+    assert from_offset["chunk"] == "after\n"
+    assert "Task logs are not kept while" in done.stderr and "File too large" in done.stderr
 
 def test_a_restarted_luigid_appends_to_the_day_s_segment_after_what_it_holds(tmp_path: Path) -> None:
     first = TaskLogStore(str(tmp_path / "logs"), keep_days=0)

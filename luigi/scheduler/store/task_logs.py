@@ -2,9 +2,12 @@
 
 A chunk is taken as the request comes and kept once ``luigid`` has answered (so the worker never waits
 for it): appended as a JSON line to one segment file per UTC day in the log directory (beside the state
-by default), one buffered write; an index in memory says where each run's chunks are,
-and is rebuilt from the segments at start. Segments older than ``keep_days`` are deleted whole. A run is
-one attempt of a task, numbered in the order its first chunk arrived; offsets are UTF-8 bytes of its log.
+by default), into a large buffer that goes to the operating system at most once a second (and before
+every read): a log is not the state, and a few large writes cost less than many small ones. A
+``kill -9`` of ``luigid`` may so lose the last second of shipped log, never the state. An index in
+memory says where each run's chunks are, and is rebuilt from the segments at start. Segments older
+than ``keep_days`` are deleted whole. A run is one attempt of a task, numbered in the order its first
+chunk arrived; offsets are UTF-8 bytes of its log.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
@@ -26,6 +30,9 @@ MAX_ANSWER_BYTES = 256 * 1024  # of one task_log answer; the page asks again fro
 _SEGMENT_SUFFIX = ".log.jsonl"
 _DAY_SECONDS = 86400
 _MAX_PENDING_CHUNKS = 256  # taken and not kept yet: a flood of plain-HTTP appends is kept as it comes
+FLUSH_EVERY_SECONDS = 1.0  # how often kept chunks are handed to the operating system at most
+SEGMENT_BUFFER_BYTES = 1 << 20  # what the open segment holds before that: a flood is written as it comes
+_LOST = "[luigi: this part of the log was lost: the disk refused it]\n"
 
 
 class _Chunk(NamedTuple):  # a tuple: the collector stops tracking it, as it holds no containers
@@ -66,11 +73,16 @@ Running = tuple[str, float] | None
 
 
 class TaskLogStore:
-    """Run logs in segment files under ``directory``; ``keep_days`` of them (0: kept until deleted)."""
+    """Run logs in segment files under ``directory``; ``keep_days`` of them (0: kept until deleted).
 
-    def __init__(self, directory: str, keep_days: float) -> None:
+    ``clock`` (monotonic seconds) times the hand-offs to the operating system.
+    """
+
+    def __init__(self, directory: str, keep_days: float, clock: Callable[[], float] = time.monotonic) -> None:
         self._directory = directory
         self._keep_days = keep_days
+        self._clock = clock
+        self._flushed_at = -FLUSH_EVERY_SECONDS  # when kept chunks last went to the operating system
         self._runs: dict[str, list[RunLog]] = {}  # by task id, oldest attempt first
         self._workers: dict[str, str] = {}
         self._segment_name = ""
@@ -80,6 +92,7 @@ class TaskLogStore:
         self._segment_end = 0  # where the next one will: counted here, as asking the file is a system call
         self._failing = False  # the directory refused a write (disk full): said once, until it works again
         self._pending: list[tuple[str, str, str, int, str, bool, float]] = []  # taken, not kept yet
+        self._unflushed: list[tuple[RunLog, int]] = []  # chunks kept since the last hand-off, by place
         os.makedirs(directory, exist_ok=True)
         self._load()
 
@@ -89,8 +102,8 @@ class TaskLogStore:
         self, task_id: str, worker: str, run: str, offset: int, chunk: str, ended: bool, now: float
     ) -> None:
         """Take a chunk of a run's log, kept by the next ``settle``: ``luigid`` settles right after it
-        answers on an RPC channel (so the worker does not wait for the keeping) and on its 0.2 s timer,
-        and every read settles first; so many chunks waiting are kept at once."""
+        answers on an RPC channel (so the worker does not wait for the keeping) and on its timer, and
+        every read settles first; so many chunks waiting are kept at once."""
         self._pending.append((task_id, worker, run, offset, chunk, ended, now))
         if len(self._pending) >= _MAX_PENDING_CHUNKS:
             self.settle()
@@ -113,6 +126,8 @@ class TaskLogStore:
         if text or (ended and not log.ended):
             self._write(_record_line(task_id, worker, run, text, received, now, ended), now, log)
             self._index(log, self._segment_name, self._written_at, text_size, received, ended, now)
+            if text_size and self._written_at >= 0:
+                self._unflushed.append((log, len(log.chunks) - 1))
 
     def _run_log(self, task_id: str, worker: str, run: str, now: float) -> RunLog:
         """The log of ``run``, the task's next attempt if it was not seen before (the run a chunk is for
@@ -141,9 +156,13 @@ class TaskLogStore:
             self._failed(exc)
 
     def _failed(self, exc: OSError) -> None:
+        """Say the disk refused (once), and take the chunks not handed over yet for lost."""
         if not self._failing:
             logger.error("Task logs are not kept while %s cannot be written: %s", self._directory, exc)
         self._failing = True
+        for log, at in self._unflushed:
+            log.chunks[at] = log.chunks[at]._replace(position=-1)  # read as marked: the file is not sure
+        self._unflushed.clear()
         if self._segment is not None:
             try:
                 self._segment.close()  # a half-written line is skipped when the segment is read again
@@ -175,15 +194,22 @@ class TaskLogStore:
         if self._segment is None or name != self._segment_name:
             if self._segment is not None:
                 self._segment.close()
-            self._segment = open(os.path.join(self._directory, name), "ab")
+            self._segment = open(os.path.join(self._directory, name), "ab", buffering=SEGMENT_BUFFER_BYTES)
             self._segment_end = self._segment.tell()  # opened for appending: at the end
             self._segment_name = name
         return self._segment
 
-    def flush(self) -> None:
-        """Keep the chunks taken and hand them to the operating system (``luigid`` calls it after it
-        answers and on its timer)."""
+    def flush_if_due(self) -> None:
+        """Keep the chunks taken, and hand them to the operating system if the last hand-off was
+        ``FLUSH_EVERY_SECONDS`` ago (``luigid`` calls it after it answers and on its timer)."""
         self.settle()
+        if self._clock() - self._flushed_at >= FLUSH_EVERY_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Keep the chunks taken and hand them to the operating system now."""
+        self.settle()
+        self._flushed_at = self._clock()
         if self._segment is None:
             return
         try:
@@ -191,6 +217,7 @@ class TaskLogStore:
         except OSError as exc:
             self._failed(exc)
             return
+        self._unflushed.clear()
         if self._failing:
             self._failing = False
             logger.info("Task logs are kept again in %s", self._directory)
@@ -200,6 +227,7 @@ class TaskLogStore:
         if self._segment is not None:
             try:
                 self._segment.close()
+                self._unflushed.clear()
             except OSError as exc:
                 self._failed(exc)
             self._segment = None
@@ -243,9 +271,17 @@ class TaskLogStore:
         return b"".join(parts)
 
     def _chunk_text(self, chunk: _Chunk) -> str:
+        """A chunk's text; one whose write the disk refused reads as a marker of the same size (so the
+        offsets after it hold)."""
+        if chunk.position < 0:
+            return _lost_text(chunk.size)
         with open(os.path.join(self._directory, chunk.segment), "rb") as segment:
             segment.seek(chunk.position)
-            return str(json.loads(segment.readline()).get("d", ""))
+            line = segment.readline(12 * chunk.size + 4096)  # escaped, a character takes 12 bytes at most
+        try:
+            return str(json.loads(line)["d"])
+        except (ValueError, KeyError, TypeError):
+            return _lost_text(chunk.size)
 
     # -- keeping --------------------------------------------------------------------------------------
 
@@ -253,7 +289,7 @@ class TaskLogStore:
         """Delete the segments older than ``keep_days`` and forget the runs that had chunks there only."""
         if self._keep_days <= 0:
             return
-        self.settle()
+        self.flush()  # the chunks kept since the last hand-off are found by place in their runs' lists
         oldest = (
             time.strftime("%Y-%m-%d", time.gmtime(now - self._keep_days * _DAY_SECONDS)) + _SEGMENT_SUFFIX
         )
@@ -305,6 +341,11 @@ def _record_line(
         f'{{"t":{encode_basestring(task_id)},"w":{encode_basestring(worker)},"r":{encode_basestring(run)},'
         f'"d":{encode_basestring(text)},"n":{int(received)},"s":{float(now)!r}{end}'
     ).encode()
+
+
+def _lost_text(size: int) -> str:
+    """The marker read in place of ``size`` bytes of log that never reached the disk: as long as they."""
+    return _LOST[:size].ljust(size)
 
 
 def _utf8_size(text: str) -> int:
