@@ -33,6 +33,7 @@ _MAX_PENDING_CHUNKS = 256  # taken and not kept yet: a flood of plain-HTTP appen
 FLUSH_EVERY_SECONDS = 1.0  # how often kept chunks are handed to the operating system at most
 SEGMENT_BUFFER_BYTES = 1 << 20  # what the open segment holds before that: a flood is written as it comes
 _LOST = "[luigi: this part of the log was lost: the disk refused it]\n"
+_MAX_RECORD_OVERHEAD = 128 * 1024  # a record's line beside its text (escaped, a byte takes 6 at most)
 
 
 class _Chunk(NamedTuple):  # a tuple: the collector stops tracking it, as it holds no containers
@@ -194,6 +195,7 @@ class TaskLogStore:
         if self._segment is None or name != self._segment_name:
             if self._segment is not None:
                 self._segment.close()
+                self._unflushed.clear()  # all in the day's segment, which is closed
             self._segment = open(os.path.join(self._directory, name), "ab", buffering=SEGMENT_BUFFER_BYTES)
             self._segment_end = self._segment.tell()  # opened for appending: at the end
             self._segment_name = name
@@ -277,7 +279,7 @@ class TaskLogStore:
             return _lost_text(chunk.size)
         with open(os.path.join(self._directory, chunk.segment), "rb") as segment:
             segment.seek(chunk.position)
-            line = segment.readline(12 * chunk.size + 4096)  # escaped, a character takes 12 bytes at most
+            line = segment.readline(6 * chunk.size + _MAX_RECORD_OVERHEAD)  # a damaged file: no endless line
         try:
             return str(json.loads(line)["d"])
         except (ValueError, KeyError, TypeError):
