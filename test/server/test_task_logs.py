@@ -400,12 +400,13 @@ def test_kept_chunks_reach_the_disk_at_most_a_second_apart_and_reads_see_them_at
     store.flush_if_due()
     assert on_disk() == first  # kept in the segment's buffer, not written yet
     assert store.read("T", None, 0)["chunk"] == "first\nsecond\n"  # a read hands everything over first
-    assert on_disk() > first
-    clock[0] += FLUSH_EVERY_SECONDS / 4  # a second after the first hand-off, not after the read's
+    second = on_disk()
+    assert second > first
+    clock[0] += FLUSH_EVERY_SECONDS * 3 / 4  # a second after the first hand-off, not yet after the read's
     store.append("T", "w", "run-1", 13, "third\n", True, now=1001.0)
     store.flush_if_due()
-    second = on_disk()
-    clock[0] += FLUSH_EVERY_SECONDS
+    assert on_disk() == second
+    clock[0] += FLUSH_EVERY_SECONDS / 4
     store.append("T", "w", "run-1", 19, "", True, now=1002.0)
     store.append("U", "w", "run-2", 0, "other\n", True, now=1002.0)
     store.flush_if_due()
@@ -447,6 +448,7 @@ def test_a_chunk_the_disk_refused_reads_as_marked_and_the_log_after_it_keeps_off
     assert whole["nextOffset"] == 112 and whole["ended"]
     assert from_offset["chunk"] == "after\n"
     assert "Task logs are not kept while" in done.stderr and "File too large" in done.stderr
+
 
 def test_a_restarted_luigid_appends_to_the_day_s_segment_after_what_it_holds(tmp_path: Path) -> None:
     first = TaskLogStore(str(tmp_path / "logs"), keep_days=0)

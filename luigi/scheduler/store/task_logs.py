@@ -204,9 +204,10 @@ class TaskLogStore:
     def flush_if_due(self) -> None:
         """Keep the chunks taken, and hand them to the operating system if the last hand-off was
         ``FLUSH_EVERY_SECONDS`` ago (``luigid`` calls it after it answers and on its timer)."""
-        self.settle()
         if self._clock() - self._flushed_at >= FLUSH_EVERY_SECONDS:
             self.flush()
+        else:
+            self.settle()
 
     def flush(self) -> None:
         """Keep the chunks taken and hand them to the operating system now."""
