@@ -113,12 +113,28 @@ def run_case(shape: str, n: int, workers: int, url: str, log_level: str) -> dict
     started = time.perf_counter()
     ok = luigi.build([root_task(shape, n)], scheduler_url=url, workers=workers, log_level=log_level)
     wall = time.perf_counter() - started
-    return {"ok": bool(ok), "wall_s": wall, "tasks_per_s": n / wall}
+    return {"ok": bool(ok), "wall_s": wall, "tasks_per_s": n / wall, "worker_cpu_s": _own_cpu_s()}
+
+
+def _own_cpu_s() -> float:
+    """CPU seconds (user + system) of this process and its reaped children (a worker's task slots)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def measure_case(
-    shape: str, n: int, workers: int, metrics_collector: str = "default", log_level: str = "WARNING"
+    shape: str,
+    n: int,
+    workers: int,
+    metrics_collector: str = "default",
+    log_level: str = "WARNING",
+    worker_env: dict[str, str] | None = None,
 ) -> dict[str, float]:
+    """One case through a fresh luigid; ``worker_env`` is added to the worker's environment.
+
+    The worker reports its own CPU, so cases may run side by side (``bench.task_log_cost --together``).
+    """
     with (
         tempfile.TemporaryDirectory(prefix="luigid-bench-") as folder,
         tempfile.TemporaryDirectory(prefix="luigid-bench-out-", dir=os.environ.get("BENCH_ROOT")) as outputs,
@@ -128,7 +144,6 @@ def measure_case(
             open(os.path.join(folder, "worker.log"), "wb") as log,
         ):
             rss = PeakRss(pid)
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             # The worker's log goes to a file, as luigid's does: read through a pipe, this process woke
             # for each line and took the CPU from the two being measured (some 20,000 preemptions a case).
             out = subprocess.run(
@@ -143,7 +158,7 @@ def measure_case(
                     url,
                     log_level,
                 ],
-                env=dict(os.environ, BENCH_DIR=outputs),
+                env=dict(os.environ, **(worker_env or {}), BENCH_DIR=outputs),
                 stdout=subprocess.PIPE,
                 stderr=log,
                 text=True,
@@ -152,9 +167,7 @@ def measure_case(
                 log.flush()
                 tail = Path(log.name).read_text(errors="replace")[-4000:]
                 raise RuntimeError(f"the bench's worker exited {out.returncode}; its log ends:\n{tail}")
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the worker (luigid is not reaped yet)
             result = json.loads(out.stdout.strip().splitlines()[-1])
-            result["worker_cpu_s"] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
             result["luigid_cpu_s"] = rss.cpu_s()
             result["luigid_mib"] = rss.peak_mib()
     return result

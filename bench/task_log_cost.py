@@ -10,14 +10,19 @@ At INFO each run logs two lines, which "on" captures and ships to luigid with th
 cost reported is the median over rounds of (on + on) / (off + off) - 1, for wall time and for the CPU of
 worker and luigid together, and then the fastest "on" case over the fastest "off" one (the two the
 machine disturbed least). These machines' speed drifts from minute to minute: run several rounds.
+
+With ``--together`` each round runs one "off" and one "on" case at the same time instead (each with its
+own luigid; which starts first alternates), so that whatever slows the machine slows both alike; the
+cost is then the median of on / off - 1. The two share the machine's cores, so their absolute times are
+longer than a case's alone; their ratio is what is compared.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import tempfile
+import threading
 from pathlib import Path
 
 from bench.luigid_bench import SHAPES, measure_case
@@ -34,9 +39,40 @@ def one_round(shape: str, n: int, workers: int, log_level: str, configs: dict[st
     """One ABBA round: its cases, by side."""
     results: Cases = {"off": [], "on": []}
     for side in ORDER:
-        os.environ["LUIGI_CONFIG_PATH"] = configs[side]  # the worker's (luigid is given its own)
-        results[side].append(measure_case(shape, n, workers, log_level=log_level))
+        results[side].append(_case(shape, n, workers, log_level, configs[side]))
     return results
+
+
+def together_round(
+    shape: str, n: int, workers: int, log_level: str, configs: dict[str, str], first: str
+) -> Cases:
+    """One "off" and one "on" case at the same time, ``first`` started first: their cases, by side."""
+    results: Cases = {"off": [], "on": []}
+    failures: list[BaseException] = []
+
+    def run(side: str) -> None:
+        try:
+            results[side].append(_case(shape, n, workers, log_level, configs[side]))
+        except BaseException as error:  # raised again in the main thread, which can report it
+            failures.append(error)
+
+    threads = [threading.Thread(target=run, args=(side,)) for side in (first, _other(first))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
+    return results
+
+
+def _other(side: str) -> str:
+    return "on" if side == "off" else "off"
+
+
+def _case(shape: str, n: int, workers: int, log_level: str, config: str) -> dict[str, float]:
+    # the worker's config (luigid is given its own)
+    return measure_case(shape, n, workers, log_level=log_level, worker_env={"LUIGI_CONFIG_PATH": config})
 
 
 def total_ratios(cases: Cases) -> dict[str, float]:
@@ -67,6 +103,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--together", action="store_true", help="run each round's off and on cases at once")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="task-log-cost-") as folder:
         configs = {"off": str(Path(folder, "off.cfg")), "on": str(Path(folder, "on.cfg"))}
@@ -75,7 +112,13 @@ def main() -> None:
         ratios = []
         cases: Cases = {"off": [], "on": []}
         for number in range(1, args.rounds + 1):
-            round_cases = one_round(args.shape, args.size, args.workers, args.log_level, configs)
+            if args.together:
+                first = "off" if number % 2 else "on"
+                round_cases = together_round(
+                    args.shape, args.size, args.workers, args.log_level, configs, first
+                )
+            else:
+                round_cases = one_round(args.shape, args.size, args.workers, args.log_level, configs)
             for side, results in round_cases.items():
                 cases[side].extend(results)
             ratios.append(total_ratios(round_cases))
@@ -83,9 +126,10 @@ def main() -> None:
             print(f"round {number}: wall {last['wall'] - 1:+.1%}  CPU {last['cpu'] - 1:+.1%}", flush=True)
     wall = statistics.median(r["wall"] for r in ratios) - 1
     cpu = statistics.median(r["cpu"] for r in ratios) - 1
+    kind = "side-by-side" if args.together else "ABBA"
     print(
         f"task logs cost, {args.shape} N={args.size} workers={args.workers} {args.log_level}: "
-        f"wall {wall:+.1%}, CPU {cpu:+.1%} (median of {args.rounds} ABBA rounds)"
+        f"wall {wall:+.1%}, CPU {cpu:+.1%} (median of {args.rounds} {kind} rounds)"
     )
     fastest = fastest_ratios(cases)
     print(f"fastest on / fastest off: wall {fastest['wall'] - 1:+.1%}, CPU {fastest['cpu'] - 1:+.1%}")
