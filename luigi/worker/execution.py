@@ -29,7 +29,7 @@ from luigi.task_status import DONE, FAILED
 from luigi.worker import process_tree
 from luigi.worker.lookahead import AheadAsker
 from luigi.worker.messages import Message
-from luigi.worker.output_capture import captured_output
+from luigi.worker.output_capture import OutputCapture, captured_output
 from luigi.worker.stopping import STOPPED_REASON
 from luigi.worker.task_process import (
     OutcomeBox,
@@ -197,6 +197,7 @@ class InProcessRunner:
         self._opened = opened
         self._outcomes: deque[TaskOutcome] = deque()
         self._inboxes: dict[str, queue.Queue[SchedulerMessage]] = {}  # of tasks that take messages
+        self._capture: OutputCapture | None = None  # holding the console from the first captured run
 
     def start(self, task: Task, timeout: float | None) -> None:
         """Ask ahead if worth it, then run ``task`` here and keep its outcome for ``collect``."""
@@ -254,6 +255,9 @@ class InProcessRunner:
         if self._options.task_log_max_bytes <= 0:
             process.run()
             return None
+        if self._capture is None:
+            self._capture = OutputCapture.current()
+            self._capture.hold_console()
         limit = self._options.task_log_max_bytes
         with captured_output(reporter.append_task_log, limit, process.task) as log:
             process.run()
@@ -320,6 +324,9 @@ class InProcessRunner:
     def shut_down(self) -> None:
         """Kill what the tasks run here left running; undelivered messages are dropped with their tasks."""
         self._inboxes.clear()
+        if self._capture is not None:
+            self._capture.release_console()
+            self._capture = None
         if self._runs:
             process_tree.kill_tree(None, self._worker_tag, prefix=True)
             self._runs = 0

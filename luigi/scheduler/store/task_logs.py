@@ -86,10 +86,10 @@ class TaskLogStore:
         self._flushed_at = -FLUSH_EVERY_SECONDS  # when kept chunks last went to the operating system
         self._runs: dict[str, list[RunLog]] = {}  # by task id, oldest attempt first
         self._workers: dict[str, str] = {}
+        self._worker_json: dict[str, str] = {}  # each worker's id as a JSON string, for its records
         self._segment_name = ""
         self._segment_day = -1.0  # the UTC day (days since the epoch) of the open segment
         self._segment: IO[bytes] | None = None
-        self._written_at = -1  # where the last record written starts in the open segment
         self._segment_end = 0  # where the next one will: counted here, as asking the file is a system call
         self._failing = False  # the directory refused a write (disk full): said once, until it works again
         self._pending: list[tuple[str, str, str, int, str, bool, float]] = []  # taken, not kept yet
@@ -112,23 +112,31 @@ class TaskLogStore:
     def settle(self) -> None:
         """Keep the chunks taken since the last call, in order; a chunk sent again (a retried request) is
         not kept twice."""
+        if not self._pending:
+            return
         pending, self._pending = self._pending, []
+        keep = self._keep
         for task_id, worker, run, offset, chunk, ended, now in pending:
-            self._keep(task_id, worker, run, offset, chunk, ended, now)
+            keep(task_id, worker, run, offset, chunk, ended, now)
 
     def _keep(
         self, task_id: str, worker: str, run: str, offset: int, chunk: str, ended: bool, now: float
     ) -> None:
         log = self._run_log(task_id, worker, run, now)
-        chunk_size = _utf8_size(chunk)
-        text = chunk if offset == log.received else _unseen_part(chunk, offset, log.received)
-        text_size = chunk_size if text is chunk else _utf8_size(text)
-        received = max(log.received, offset + chunk_size)
-        if text or (ended and not log.ended):
-            self._write(_record_line(task_id, worker, run, text, received, now, ended), now, log)
-            self._index(log, self._segment_name, self._written_at, text_size, received, ended, now)
-            if text_size and self._written_at >= 0:
-                self._unflushed.append((log, len(log.chunks) - 1))
+        if offset == log.received:  # the usual case: the chunk goes on where the last one ended
+            text, text_size = chunk, _utf8_size(chunk)
+            received = offset + text_size
+        else:
+            text = _unseen_part(chunk, offset, log.received)
+            text_size = _utf8_size(text)
+            received = max(log.received, offset + _utf8_size(chunk))
+        if not text and (log.ended or not ended):
+            return
+        position = self._write(_record_line(task_id, self._worker_json[log.worker], run, text, received,
+                                            now, ended), now)  # fmt: skip
+        self._index(log, self._segment_name, position, text_size, received, ended, now)
+        if text_size and position >= 0:
+            self._unflushed.append((log, len(log.chunks) - 1))
 
     def _run_log(self, task_id: str, worker: str, run: str, now: float) -> RunLog:
         """The log of ``run``, the task's next attempt if it was not seen before (the run a chunk is for
@@ -136,25 +144,32 @@ class TaskLogStore:
         runs = self._runs.get(task_id)
         if runs is None:
             runs = self._runs[task_id] = []
-        for log in reversed(runs):
-            if log.run == run:
-                return log
-        worker = self._workers.setdefault(worker, worker)  # one copy of a worker's id for all its runs
-        log = RunLog(run, worker, runs[-1].attempt + 1 if runs else 1, now)
+        elif runs[-1].run == run:
+            return runs[-1]
+        else:
+            for log in reversed(runs):
+                if log.run == run:
+                    return log
+        known = self._workers.get(worker)
+        if known is None:  # one copy of a worker's id for all its runs, and its JSON for their records
+            known = self._workers[worker] = worker
+            self._worker_json[worker] = encode_basestring(worker)
+        log = RunLog(run, known, runs[-1].attempt + 1 if runs else 1, now)
         runs.append(log)
         return log
 
-    def _write(self, line: bytes, now: float, log: RunLog) -> None:
-        """Append one record (``_written_at`` says where; -1 when the disk refused it: that chunk is lost,
-        said once, never the state)."""
+    def _write(self, line: bytes, now: float) -> int:
+        """Append one record; where it starts in the segment, or -1 when the disk refused it (that chunk
+        is lost, said once, never the state)."""
         try:
             segment = self._open_segment(now)
-            self._written_at = self._segment_end
+            position = self._segment_end
             segment.write(line)
-            self._segment_end += len(line)
         except OSError as exc:
-            self._written_at = -1
             self._failed(exc)
+            return -1
+        self._segment_end += len(line)
+        return position
 
     def _failed(self, exc: OSError) -> None:
         """Say the disk refused (once), and take the chunks not handed over yet for lost."""
@@ -336,12 +351,13 @@ class TaskLogStore:
 
 
 def _record_line(
-    task_id: str, worker: str, run: str, text: str, received: int, now: float, ended: bool
+    task_id: str, worker_json: str, run: str, text: str, received: int, now: float, ended: bool
 ) -> bytes:
-    """A chunk's line in a segment, a JSON object formatted here: json's encoder costs twice as much."""
+    """A chunk's line in a segment, a JSON object formatted here (json's encoder costs twice as much);
+    ``worker_json``: the worker's id already as a JSON string."""
     end = ',"e":1}\n' if ended else "}\n"
     return (
-        f'{{"t":{encode_basestring(task_id)},"w":{encode_basestring(worker)},"r":{encode_basestring(run)},'
+        f'{{"t":{encode_basestring(task_id)},"w":{worker_json},"r":{encode_basestring(run)},'
         f'"d":{encode_basestring(text)},"n":{int(received)},"s":{float(now)!r}{end}'
     ).encode()
 

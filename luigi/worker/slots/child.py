@@ -31,7 +31,7 @@ from typing import Any, NoReturn
 import psutil
 
 from luigi.worker import process_tree
-from luigi.worker.output_capture import CAPTURE_THREAD_NAME, captured_output
+from luigi.worker.output_capture import CAPTURE_THREAD_NAME, OutputCapture, captured_output
 from luigi.worker.slots.pipe import JsonLineReader, JsonLineWriter
 from luigi.worker.task_process import (
     OutcomeBox,
@@ -211,6 +211,8 @@ def _run_job(
         os.environ[process_tree.TAG_VARIABLE] = tag  # every program the task starts inherits it
     _RunningJob.tag = tag or None
     results = OutcomeBox()
+    if options.task_log_max_bytes > 0:
+        _hold_console()
     try:
         with captured_output(reporter.append_task_log, options.task_log_max_bytes, task) as log:
             make_task_process(task, reporter, options, job.get("timeout"), results).run()
@@ -219,6 +221,14 @@ def _run_job(
         return outcome
     finally:
         _RunningJob.tag = None
+
+
+def _hold_console() -> None:
+    """A slot runs task after task until it exits: the console's copies are made once, at its first
+    captured run, and kept (``OutputCapture.hold_console``)."""
+    capture = OutputCapture.current()
+    if not capture.holds_console:
+        capture.hold_console()
 
 
 # -- never outliving the worker ----------------------------------------------------------------------
