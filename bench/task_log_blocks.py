@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.task_log_blocks                       # wide, N = 10,000, blocks of 100
     .venv/bin/python -m bench.task_log_blocks --block 500 --cases 5
     .venv/bin/python -m bench.task_log_blocks --same                # A/A: both sides off, the noise floor
+    .venv/bin/python -m bench.task_log_blocks --part capture        # or ship: one half of the cost
 
 One ``bench.luigid_bench`` case (a real luigid, a worker at INFO, so each run logs two lines), whose worker
 switches the capture every ``--block`` runs, in the order on, off, off, on (and again): "off" is what
@@ -12,7 +13,8 @@ The wall time, the worker's CPU and luigid's CPU are read at each block's first 
 warm-up) and the last (cut short) are left out. Cost: the mean "on" block over the mean "off" block - 1.
 With ``--same`` both sides are "off": what that reads is the noise of the machine, not a cost (on this
 VM, within 1.5% with blocks of 100; blocks of 500 read +3% to +4% there, a drift the pattern does not
-cancel, so the default is 100).
+cancel, so the default is 100). ``--part`` splits the cost: ``capture`` captures each "on" run and drops
+its log, ``ship`` captures nothing and ships a sample about as long as a run's two lines in its place.
 """
 
 from __future__ import annotations
@@ -28,7 +30,12 @@ from bench.luigid_bench import measure_case
 
 BLOCKS_VARIABLE = "BENCH_LOG_BLOCK"  # runs per block, for the worker the case starts
 MARKS_VARIABLE = "BENCH_LOG_MARKS"  # where that worker writes what it read at each block's start
+PART_VARIABLE = "BENCH_LOG_PART"  # what "on" does: all (capture and ship), capture only, ship only
 PATTERN = ("on", "off", "off", "on")
+# What "--part ship" sends for a run in place of its captured output: two lines about as long as a run's two.
+SAMPLE_TAIL = (
+    "INFO: [pid 12345] Worker Worker(salt=123456789, workers=1, host=bench, pid=12345) running   Leaf(i=1)\n"
+) * 2
 
 
 def alternate_capture(block: int, luigid_pid: int) -> list[dict[str, Any]]:
@@ -38,7 +45,9 @@ def alternate_capture(block: int, luigid_pid: int) -> list[dict[str, Any]]:
 
     from bench.luigid_bench import _own_cpu_s
     from luigi.worker.execution import InProcessRunner
+    from luigi.worker.output_capture import _new_run_id
 
+    part = os.environ.get(PART_VARIABLE, "all")
     luigid = psutil.Process(luigid_pid)
     marks: list[dict[str, Any]] = []
     original = InProcessRunner._run_captured
@@ -55,7 +64,17 @@ def alternate_capture(block: int, luigid_pid: int) -> list[dict[str, Any]]:
                           "luigid_cpu": times.user + times.system})  # fmt: skip
             self._options.task_log_max_bytes = limit[0] if side == "on" else 0
         switching.runs += 1  # type: ignore[attr-defined]
-        return original(self, process, reporter)
+        if part == "all" or not self._options.task_log_max_bytes:
+            return original(self, process, reporter)
+        if part == "capture":
+            original(self, process, reporter)
+            return None  # captured, never shipped
+        self._options.task_log_max_bytes = 0  # "ship": nothing captured, a sample shipped as the run's log
+        try:
+            original(self, process, reporter)
+        finally:
+            self._options.task_log_max_bytes = limit[0]
+        return {"run": _new_run_id(), "offset": 0, "chunk": SAMPLE_TAIL}
 
     switching.runs = 0  # type: ignore[attr-defined]
     InProcessRunner._run_captured = switching  # type: ignore[method-assign]
@@ -77,9 +96,9 @@ def block_costs(marks: list[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def one_case(shape: str, n: int, block: int, folder: str, same: bool) -> dict[str, float]:
+def one_case(shape: str, n: int, block: int, folder: str, same: bool, part: str) -> dict[str, float]:
     marks_path = os.path.join(folder, "marks.json")
-    worker_env = {BLOCKS_VARIABLE: str(block), MARKS_VARIABLE: marks_path}
+    worker_env = {BLOCKS_VARIABLE: str(block), MARKS_VARIABLE: marks_path, PART_VARIABLE: part}
     if same:  # this worker captures nothing, so its "on" blocks are "off" ones too
         config = os.path.join(folder, "off.cfg")
         with open(config, "w") as off:
@@ -101,15 +120,19 @@ def main() -> None:
     parser.add_argument("--block", type=int, default=100)
     parser.add_argument("--cases", type=int, default=3)
     parser.add_argument("--same", action="store_true", help="both sides off (A/A): the noise floor")
+    parser.add_argument(
+        "--part", default="all", choices=("all", "capture", "ship"),
+        help='what "on" does: capture and ship (all), capture and drop, or ship a sample without capturing',
+    )  # fmt: skip
     args = parser.parse_args()
     costs = []
     with tempfile.TemporaryDirectory(prefix="task-log-blocks-") as folder:
         for number in range(1, args.cases + 1):
-            costs.append(one_case(args.shape, args.size, args.block, folder, args.same))
+            costs.append(one_case(args.shape, args.size, args.block, folder, args.same, args.part))
             print(f"case {number}: wall {costs[-1]['wall']:+.1%}  CPU {costs[-1]['cpu']:+.1%}", flush=True)
     wall = statistics.median(cost["wall"] for cost in costs)
     cpu = statistics.median(cost["cpu"] for cost in costs)
-    what = "A/A noise (both off)" if args.same else "task logs cost"
+    what = "A/A noise (both off)" if args.same else f"task logs cost ({args.part})"
     print(
         f"{what}, {args.shape} N={args.size} workers=1 INFO, blocks of {args.block}: "
         f"wall {wall:+.1%}, CPU {cpu:+.1%} (median of {args.cases} cases)"
