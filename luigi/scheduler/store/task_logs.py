@@ -85,8 +85,7 @@ class TaskLogStore:
         self._clock = clock
         self._flushed_at = -FLUSH_EVERY_SECONDS  # when kept chunks last went to the operating system
         self._runs: dict[str, list[RunLog]] = {}  # by task id, oldest attempt first
-        self._workers: dict[str, str] = {}
-        self._worker_json: dict[str, str] = {}  # each worker's id as a JSON string, for its records
+        self._workers: dict[str, tuple[str, str]] = {}  # one copy of each worker's id, and its JSON
         self._segment_name = ""
         self._segment_day = -1.0  # the UTC day (days since the epoch) of the open segment
         self._segment: IO[bytes] | None = None
@@ -132,7 +131,7 @@ class TaskLogStore:
             received = max(log.received, offset + _utf8_size(chunk))
         if not text and (log.ended or not ended):
             return
-        position = self._write(_record_line(task_id, self._worker_json[log.worker], run, text, received,
+        position = self._write(_record_line(task_id, self._workers[log.worker][1], run, text, received,
                                             now, ended), now)  # fmt: skip
         self._index(log, self._segment_name, position, text_size, received, ended, now)
         if text_size and position >= 0:
@@ -152,9 +151,8 @@ class TaskLogStore:
                     return log
         known = self._workers.get(worker)
         if known is None:  # one copy of a worker's id for all its runs, and its JSON for their records
-            known = self._workers[worker] = worker
-            self._worker_json[worker] = encode_basestring(worker)
-        log = RunLog(run, known, runs[-1].attempt + 1 if runs else 1, now)
+            known = self._workers[worker] = (worker, encode_basestring(worker))
+        log = RunLog(run, known[0], runs[-1].attempt + 1 if runs else 1, now)
         runs.append(log)
         return log
 
