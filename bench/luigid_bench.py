@@ -36,6 +36,7 @@ import psutil
 
 SHAPES = ("wide", "chain", "lattice")
 LUIGID = Path(sys.executable).parent / "luigid"
+LUIGID_PID_VARIABLE = "BENCH_LUIGID_PID"  # the case's luigid, for a worker that reads its CPU
 
 
 def _free_port() -> int:
@@ -109,24 +110,15 @@ def run_case(shape: str, n: int, workers: int, url: str, log_level: str) -> dict
     """
     import luigi
     from bench.engine_bench import root_task
+    from bench.task_log_blocks import switch_if_asked
 
-    marks = _blocks_if_asked()
+    save_marks = switch_if_asked()
     started = time.perf_counter()
     ok = luigi.build([root_task(shape, n)], scheduler_url=url, workers=workers, log_level=log_level)
     wall = time.perf_counter() - started
-    if marks is not None:
-        Path(os.environ["BENCH_LOG_MARKS"]).write_text(json.dumps(marks))
+    if save_marks is not None:
+        save_marks()
     return {"ok": bool(ok), "wall_s": wall, "tasks_per_s": n / wall, "worker_cpu_s": _own_cpu_s()}
-
-
-def _blocks_if_asked() -> list[dict[str, float]] | None:
-    """The capture switched in blocks of runs (``bench.task_log_blocks``), when its variables say so."""
-    block = os.environ.get("BENCH_LOG_BLOCK")
-    if not block:
-        return None
-    from bench.task_log_blocks import alternate_capture
-
-    return alternate_capture(int(block), int(os.environ["BENCH_LUIGID_PID"]))
 
 
 def _own_cpu_s() -> float:
@@ -171,7 +163,7 @@ def measure_case(
                     url,
                     log_level,
                 ],
-                env=dict(os.environ, **(worker_env or {}), BENCH_DIR=outputs, BENCH_LUIGID_PID=str(pid)),
+                env={**os.environ, **(worker_env or {}), "BENCH_DIR": outputs, LUIGID_PID_VARIABLE: str(pid)},
                 stdout=subprocess.PIPE,
                 stderr=log,
                 text=True,

@@ -20,13 +20,17 @@ its log, ``ship`` captures nothing and ships a sample about as long as a run's t
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from bench.luigid_bench import measure_case
+from bench.luigid_bench import LUIGID_PID_VARIABLE, measure_case
+from bench.task_log_cost import OFF
 
 BLOCKS_VARIABLE = "BENCH_LOG_BLOCK"  # runs per block, for the worker the case starts
 MARKS_VARIABLE = "BENCH_LOG_MARKS"  # where that worker writes what it read at each block's start
@@ -36,6 +40,16 @@ PATTERN = ("on", "off", "off", "on")
 SAMPLE_TAIL = (
     "INFO: [pid 12345] Worker Worker(salt=123456789, workers=1, host=bench, pid=12345) running   Leaf(i=1)\n"
 ) * 2
+
+
+def switch_if_asked() -> Callable[[], None] | None:
+    """In the bench's worker process: switch the capture in blocks if this case's environment asks for
+    it; then the function that saves the marks once the runs have ended."""
+    block = os.environ.get(BLOCKS_VARIABLE)
+    if not block:
+        return None
+    marks = alternate_capture(int(block), int(os.environ[LUIGID_PID_VARIABLE]))
+    return lambda: Path(os.environ[MARKS_VARIABLE]).write_text(json.dumps(marks))
 
 
 def alternate_capture(block: int, luigid_pid: int) -> list[dict[str, Any]]:
@@ -52,18 +66,17 @@ def alternate_capture(block: int, luigid_pid: int) -> list[dict[str, Any]]:
     marks: list[dict[str, Any]] = []
     original = InProcessRunner._run_captured
     limit: list[int] = []
+    runs = itertools.count()
 
     def switching(self: InProcessRunner, process: Any, reporter: Any) -> Any:
         if not limit:
             limit.append(self._options.task_log_max_bytes)  # what this worker would capture
-        runs = len(marks) * block
-        if runs == switching.runs:  # type: ignore[attr-defined]
+        if next(runs) % block == 0:
             times = luigid.cpu_times()
             side = PATTERN[len(marks) % len(PATTERN)]
             marks.append({"side": side, "wall": time.perf_counter(), "worker_cpu": _own_cpu_s(),
                           "luigid_cpu": times.user + times.system})  # fmt: skip
             self._options.task_log_max_bytes = limit[0] if side == "on" else 0
-        switching.runs += 1  # type: ignore[attr-defined]
         if part == "all" or not self._options.task_log_max_bytes:
             return original(self, process, reporter)
         if part == "capture":
@@ -76,7 +89,6 @@ def alternate_capture(block: int, luigid_pid: int) -> list[dict[str, Any]]:
             self._options.task_log_max_bytes = limit[0]
         return {"run": _new_run_id(), "offset": 0, "chunk": SAMPLE_TAIL}
 
-    switching.runs = 0  # type: ignore[attr-defined]
     InProcessRunner._run_captured = switching  # type: ignore[method-assign]
     return marks
 
@@ -101,8 +113,7 @@ def one_case(shape: str, n: int, block: int, folder: str, same: bool, part: str)
     worker_env = {BLOCKS_VARIABLE: str(block), MARKS_VARIABLE: marks_path, PART_VARIABLE: part}
     if same:  # this worker captures nothing, so its "on" blocks are "off" ones too
         config = os.path.join(folder, "off.cfg")
-        with open(config, "w") as off:
-            off.write("[worker]\ntask_log_max_bytes = 0\n")
+        Path(config).write_text(OFF)
         worker_env["LUIGI_CONFIG_PATH"] = config
     measure_case(shape, n, 1, log_level="INFO", worker_env=worker_env)
     with open(marks_path) as marks:
