@@ -349,12 +349,6 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _flush_stdio() -> None:
-    try:
-        sys.stdout.flush()  # the usual case, tried first as it costs less than the loop below
-        sys.stderr.flush()
-        return
-    except (AttributeError, OSError, ValueError):
-        pass
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:
