@@ -91,7 +91,10 @@ class ScriptedServer:
         self._acceptor.join(DEADLINE)
         with self._changed:
             for sock in self._open:
-                sock.shutdown(socket.SHUT_RDWR)  # wakes its thread out of recv
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)  # wakes its thread out of recv
+                except OSError:  # the client already dropped it (ENOTCONN): its thread is ending anyway
+                    pass
         for thread in self._threads:
             thread.join(DEADLINE)
         self._listener.close()
