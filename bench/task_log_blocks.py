@@ -4,8 +4,10 @@
     .venv/bin/python -m bench.task_log_blocks --block 500 --cases 5
     .venv/bin/python -m bench.task_log_blocks --same                # A/A: both sides off, the noise floor
     .venv/bin/python -m bench.task_log_blocks --part capture        # or ship: one half of the cost
+    .venv/bin/python -m bench.task_log_blocks --log-level WARNING   # luigid_bench's own level: no lines
 
-One ``bench.luigid_bench`` case (a real luigid, a worker at INFO, so each run logs two lines), whose worker
+One ``bench.luigid_bench`` case (a real luigid, a worker at INFO, so each run logs two lines; at
+``--log-level WARNING``, ``bench.luigid_bench``'s default, a run writes nothing), whose worker
 switches the capture every ``--block`` runs, in the order on, off, off, on (and again): "off" is what
 ``[worker] task_log_max_bytes = 0`` does, "on" the default. The machine's drift over a few seconds falls
 on both sides alike, which separate cases (``bench.task_log_cost``) cannot ensure on a shared machine.
@@ -108,14 +110,16 @@ def block_costs(marks: list[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def one_case(shape: str, n: int, block: int, folder: str, same: bool, part: str) -> dict[str, float]:
+def one_case(
+    shape: str, n: int, block: int, folder: str, same: bool, part: str, log_level: str
+) -> dict[str, float]:
     marks_path = os.path.join(folder, "marks.json")
     worker_env = {BLOCKS_VARIABLE: str(block), MARKS_VARIABLE: marks_path, PART_VARIABLE: part}
     if same:  # this worker captures nothing, so its "on" blocks are "off" ones too
         config = os.path.join(folder, "off.cfg")
         Path(config).write_text(OFF)
         worker_env["LUIGI_CONFIG_PATH"] = config
-    measure_case(shape, n, 1, log_level="INFO", worker_env=worker_env)
+    measure_case(shape, n, 1, log_level=log_level, worker_env=worker_env)
     with open(marks_path) as marks:
         return block_costs(json.load(marks))
 
@@ -135,17 +139,23 @@ def main() -> None:
         "--part", default="all", choices=("all", "capture", "ship"),
         help='what "on" does: capture and ship (all), capture and drop, or ship a sample without capturing',
     )  # fmt: skip
+    parser.add_argument(
+        "--log-level", default="INFO", choices=("INFO", "WARNING"),
+        help="the worker's log level: INFO logs two lines a run, WARNING (luigid_bench's default) none",
+    )  # fmt: skip
     args = parser.parse_args()
     costs = []
     with tempfile.TemporaryDirectory(prefix="task-log-blocks-") as folder:
         for number in range(1, args.cases + 1):
-            costs.append(one_case(args.shape, args.size, args.block, folder, args.same, args.part))
+            costs.append(
+                one_case(args.shape, args.size, args.block, folder, args.same, args.part, args.log_level)
+            )
             print(f"case {number}: wall {costs[-1]['wall']:+.1%}  CPU {costs[-1]['cpu']:+.1%}", flush=True)
     wall = statistics.median(cost["wall"] for cost in costs)
     cpu = statistics.median(cost["cpu"] for cost in costs)
     what = "A/A noise (both off)" if args.same else f"task logs cost ({args.part})"
     print(
-        f"{what}, {args.shape} N={args.size} workers=1 INFO, blocks of {args.block}: "
+        f"{what}, {args.shape} N={args.size} workers=1 {args.log_level}, blocks of {args.block}: "
         f"wall {wall:+.1%}, CPU {cpu:+.1%} (median of {args.cases} cases)"
     )
 
