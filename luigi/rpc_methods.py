@@ -191,7 +191,7 @@ _METHODS: tuple[RpcMethod, ...] = (
             _WORKER,
             _param("task_family", "name"),
             _param("batched_args", "list[name]"),
-            _param("max_batch_size", "number", _INF),
+            _param("max_batch_size", "limit", _INF),
         ),
         mutating=True,
     ),

@@ -3,7 +3,8 @@
 Whatever a call carries may be stored (the state file, task history) or shown (the visualiser), so
 every value is checked in full before the scheduler sees it: text must be valid Unicode that encodes
 as UTF-8 (JSON's ``"\\ud800"`` escape makes a lone surrogate, which no database can store) and no
-longer than its limit; numbers must be finite, and integers must fit a 64-bit database column;
+longer than its limit; numbers must be finite (a ``limit`` may also be ``Infinity``: none), and integers must
+fit a 64-bit database column;
 free-form values may nest at most ``MAX_DEPTH`` deep; names (ids) hold no NUL, which PostgreSQL cannot
 store. ``checker(kind)`` gives the check of one kind.
 """
@@ -160,6 +161,12 @@ def _number_check(value: Any) -> str | None:
     return f"must be a number, got {_shown(value)}"
 
 
+def _limit_check(value: Any) -> str | None:
+    """A number, or infinity for no limit: Luigi's ``max_batch_size`` defaults to ``float('inf')``,
+    which its client sends as ``Infinity``."""
+    return None if value == math.inf else _number_check(value)
+
+
 def _dict_check(value: Any) -> str | None:
     return free_problem(value) if isinstance(value, dict) else f"must be an object, got {_shown(value)}"
 
@@ -209,6 +216,7 @@ _CHECKS: dict[str, Check] = {
     "bool": _bool_check,
     "int": _int_check,
     "number": _number_check,
+    "limit": _limit_check,  # a number or Infinity (no limit)
     "dict": _dict_check,
     "list[name]": _names_list_check,
     "dict[number]": _number_dict_check,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -43,17 +44,22 @@ _CALL_KEYS = frozenset({"method", "kwargs"})
 _BATCH_KEYS = frozenset({"calls", "stop_on_error"})
 
 
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number (JSON has no NaN or Infinity)")
+def _read_constant(name: str) -> float:
+    """Python's ``Infinity``, which Luigi's client writes for ``max_batch_size`` (its default, no limit),
+    reads as a float for the argument's own check to judge; ``NaN`` and ``-Infinity`` are refused here."""
+    if name == "Infinity":
+        return math.inf
+    raise ValueError(f"{name} is not a JSON number (JSON has no NaN or -Infinity)")
 
 
 def decode_data(text: str) -> dict[str, Any]:
     """The kwargs object in a ``data`` field, or a 400 naming what is wrong with it.
 
-    Strict JSON: Python's extensions ``NaN``, ``Infinity`` and ``-Infinity`` are refused.
+    Strict JSON but for ``Infinity``, which only an argument of the kind ``limit`` accepts
+    (``luigi.rpc_values``); ``NaN`` and ``-Infinity`` are refused.
     """
     try:
-        value = json.loads(text, parse_constant=_no_constants)
+        value = json.loads(text, parse_constant=_read_constant)
     except (ValueError, RecursionError) as exc:
         raise ClientError(400, f"'data' is not valid JSON: {exc}") from None
     if not isinstance(value, dict):

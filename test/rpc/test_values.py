@@ -20,6 +20,8 @@ from luigi.rpc_values import MAX_DEPTH, MAX_NAME_CHARS, checker, free_problem, t
         ("int", 2**63 - 1),
         ("int", -(2**63)),
         ("number", 1e300),
+        ("limit", 50),
+        ("limit", float("inf")),  # Luigi's max_batch_size default, sent as Infinity: no limit
         ("dict[number]", {"cpu": 2, "mem": 0.5}),
         ("list[name]", ["A", "B"]),
         ("any", {"traceback": "line 1\nline 2", "nul in free text": "a\x00b", "n": [1, 2.5, None, True]}),
@@ -46,6 +48,9 @@ def test_values_luigi_clients_send_pass(kind, value):
         ("int", 2**63, "integer of 64 bits, outside the 64-bit range"),
         ("number", float("nan"), "is nan, which is not a finite number"),
         ("number", float("inf"), "is inf, which is not a finite number"),
+        ("limit", float("-inf"), "is -inf, which is not a finite number"),
+        ("limit", float("nan"), "is nan, which is not a finite number"),
+        ("limit", "inf", "must be a number, got 'inf' (str)"),
         ("dict[number]", {"cpu": -(2**70)}, "entry 'cpu' is an integer of 71 bits"),
         ("dict[number]", {"c\ud800": 1}, "is not valid Unicode text"),
         ("list[name]", ["A", 3], "must be a list of strings"),

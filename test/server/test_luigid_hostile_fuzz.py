@@ -41,6 +41,7 @@ VALID = {
     "bool": False,
     "int": 1,
     "number": 1,
+    "limit": 1,
     "dict": {},
     "any": None,
     "list[name]": [],
