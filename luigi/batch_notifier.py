@@ -161,11 +161,7 @@ class BatchNotifier:
 
     def _summary(self, owner: str) -> tuple[str, str]:
         counts = self._counts[owner]
-        total = _Counts(
-            sum(c.failures for c in counts.values()),
-            sum(c.disables for c in counts.values()),
-            sum(c.scheduling_failures for c in counts.values()),
-        )
+        total = _total(counts.values())
         yours = "" if owner in self._default_owners else "Your tasks have "
         subject = f"Luigi: {yours}{_worded(total)} in the last {self._config.email_interval} minutes"
         groups = self._groups(counts, self._expls.get(owner, {}))
@@ -173,19 +169,25 @@ class BatchNotifier:
         return subject, body
 
     def _groups(self, counts: dict[str, _Counts], expls: dict[str, ExplQueue]) -> list[_Group]:
-        """Keys sharing their explanations (or each key alone), best first, each with the kept lines."""
+        """Keys sharing their explanations (or each key alone), each with the kept lines, best first.
+
+        A group ranks by the counts of all its keys, then by its smallest key; keys within it by their own.
+        """
         by_expls: dict[tuple[str, ...], list[str]] = {}
-        ordered = sorted(counts, key=lambda k: counts[k].sort_key(k))
-        for position, key in enumerate(ordered):
+        for key in sorted(counts, key=lambda k: counts[k].sort_key(k)):
             kept = tuple(expls.get(key, ()))
-            group_id = kept if self._config.group_by_error_messages else (str(position), *kept)
+            group_id = kept if self._config.group_by_error_messages else (key, *kept)
             by_expls.setdefault(group_id, []).append(key)
-        groups = []
-        for keys in by_expls.values():  # in the order of each group's best key
-            kept = tuple(expls.get(keys[0], ()))
-            lines = [f"{key} ({_worded(counts[key])})" for key in keys]
-            groups.append(_Group(lines, [self._cut(expl) for expl in kept]))
-        return groups
+        ranked = sorted(
+            by_expls.values(), key=lambda keys: _total(counts[k] for k in keys).sort_key(min(keys))
+        )
+        return [
+            _Group(
+                [f"{key} ({_worded(counts[key])})" for key in keys],
+                [self._cut(expl) for expl in expls.get(keys[0], ())],
+            )
+            for keys in ranked
+        ]
 
     def _cut(self, expl: str) -> list[str]:
         lines = expl.rstrip().split("\n")
@@ -220,6 +222,16 @@ def _html_body(groups: list[_Group]) -> str:
             parts.append("<pre>" + html.escape("\n".join(lines)) + "</pre>")
     parts.append("</ul>")
     return "\n".join(parts)
+
+
+def _total(counts: Iterable[_Counts]) -> _Counts:
+    """The counts of several keys added up."""
+    total = _Counts()
+    for each in counts:
+        total.failures += each.failures
+        total.disables += each.disables
+        total.scheduling_failures += each.scheduling_failures
+    return total
 
 
 def _worded(counts: _Counts) -> str:

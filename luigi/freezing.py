@@ -34,7 +34,8 @@ class FrozenOrderedDict(Mapping[Any, Any]):
         return self._hash
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._items!r})"
+        # The plain dict's text, as Luigi's: a DictParameter value reads naturally in logs and f-strings.
+        return repr(self._items)
 
     def __reduce__(self) -> tuple[type, tuple[list[tuple[Any, Any]]]]:
         return (type(self), (list(self._items.items()),))

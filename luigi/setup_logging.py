@@ -118,6 +118,8 @@ class DaemonLogging(BaseLogging):
 
     @classmethod
     def _conf(cls, opts: Any) -> bool:
+        # fileConfig's default disables the loggers that exist and the file does not name, as Luigi's luigid
+        # does (luigi.server among them); the client keeps them.
         return _file_config(
             cls._get_config().get("core", "logging_conf_file", None), "[core] logging_conf_file"
         )
@@ -139,7 +141,9 @@ class InterfaceLogging(BaseLogging):
 
     @classmethod
     def _conf(cls, opts: Any) -> bool:
-        return _file_config(getattr(opts, "logging_conf_file", None), "--logging-conf-file")
+        return _file_config(
+            getattr(opts, "logging_conf_file", None), "--logging-conf-file", disable_existing_loggers=False
+        )
 
     @classmethod
     def _default(cls, opts: Any) -> bool:
@@ -156,13 +160,14 @@ class InterfaceLogging(BaseLogging):
         return True
 
 
-def _file_config(path: str | None, origin: str) -> bool:
-    """Apply an ini logging file (``logging.config.fileConfig``); a missing file is a clear error."""
+def _file_config(path: str | None, origin: str, **options: Any) -> bool:
+    """Apply an ini logging file (``logging.config.fileConfig(path, **options)``); a missing file is a
+    clear error."""
     if not path:
         return False
     if not os.path.exists(path):
         raise OSError(f"Error: Unable to locate specified logging configuration file! ({path!r}, {origin})")
-    logging.config.fileConfig(path, disable_existing_loggers=False)
+    logging.config.fileConfig(path, **options)
     return True
 
 

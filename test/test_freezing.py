@@ -64,8 +64,8 @@ def test_frozen_dict_survives_pickling():
     assert isinstance(restored, FrozenOrderedDict)
 
 
-def test_repr_shows_the_contents():
-    assert repr(FrozenOrderedDict(a=1)) == "FrozenOrderedDict({'a': 1})"
+def test_repr_is_the_plain_dicts():
+    assert repr(FrozenOrderedDict(a=1, b=FrozenOrderedDict(c=(2,)))) == "{'a': 1, 'b': {'c': (2,)}}"
 
 
 def test_recursively_freeze_turns_dicts_and_lists_into_hashable_forms():

@@ -21,8 +21,11 @@ __all__ = ["MetricsHandler"]
 class MetricsHandler(GuardedHandler):
     """``GET /metrics``: ``generate_latest()`` of the collector, after its ``configure_http_handler``."""
 
-    def initialize(self, server_settings: ServerSettings, scheduler: Scheduler) -> None:  # type: ignore[override]
-        super().initialize(server_settings)
+    def initialize(  # type: ignore[override]
+        self, scheduler: Scheduler, server_settings: ServerSettings | None = None
+    ) -> None:
+        """``scheduler=`` alone, as Luigi's handler is built; without settings they come from the config."""
+        super().initialize(server_settings if server_settings is not None else ServerSettings.from_config())
         self._scheduler = scheduler
 
     def get(self) -> None:

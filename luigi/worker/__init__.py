@@ -8,6 +8,7 @@ runner), ``slots`` (the forked-slot runner), ``task_process`` (running one task)
 
 from __future__ import annotations
 
+import multiprocessing  # ``luigi.worker.multiprocessing.Pool`` (users patch it): parallel scheduling's pool
 import time  # ``luigi.worker.time`` (hook users patch): the clock of every run and the idle loop's sleep
 
 from luigi.worker.completion import CompletionCheckError, check_complete
@@ -38,6 +39,7 @@ __all__ = [
     "Worker",
     "WorkGrant",
     "check_complete",
+    "multiprocessing",
     "time",
     "worker",
 ]

@@ -1,7 +1,7 @@
 """Asking tasks whether they are complete: once each, optionally cached, optionally in a process pool.
 
-``add(task, multiprocess=True, processes=N)`` checks ``complete()`` in a ``multiprocessing.Pool`` of N
-processes (forked, so tasks defined anywhere work), as Luigi does. Only the task goes to a pool process
+``add(task, multiprocess=True, processes=N)`` checks ``complete()`` in ``multiprocessing.Pool(processes=N
+or None)`` (forked, so tasks defined anywhere work), as Luigi does. Only the task goes to a pool process
 and only the answer comes back, so the worker keeps its own task objects; a task that cannot be pickled
 is checked in the worker instead.
 """
@@ -78,7 +78,7 @@ class CompletionChecker:
         self._in_flight = 0
         self._pool: Pool | None = None
         if parallel:
-            self._pool = _fork_context().Pool(processes=processes or None)
+            self._pool = _new_pool(processes)
 
     def submit(self, task: Any) -> None:
         """Queue ``task`` for a completeness check."""
@@ -128,9 +128,14 @@ class CompletionChecker:
             self._pool = None
 
 
-def _fork_context() -> Any:
-    """Forked pool processes already hold every task class (those of ``__main__`` and of tests too)."""
-    try:
-        return multiprocessing.get_context("fork")
-    except ValueError:  # no fork on this platform
-        return multiprocessing.get_context()
+def _new_pool(processes: int) -> Pool:
+    """``multiprocessing.Pool(processes=processes or None)``, looked up now as Luigi's is (tests patch it).
+
+    Its processes must fork, so that they already hold every task class (those of ``__main__`` and of tests
+    too): where the default start method does not fork, the fork context's Pool is made instead.
+    """
+    size = processes or None
+    default = multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]
+    if default == "fork" or "fork" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.Pool(processes=size)
+    return multiprocessing.get_context("fork").Pool(processes=size)

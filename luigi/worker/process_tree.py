@@ -15,7 +15,7 @@ import ctypes.util
 import os
 import secrets
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import psutil
 
@@ -77,12 +77,28 @@ def kill_tree(pid: int | None, tag: str | None, prefix: bool = False) -> int:
     ``pid`` None: only the tagged processes (a dead slot's orphans, an in-process task's children).
     Returns how many processes were signalled.
     """
+
+    def victims() -> list[psutil.Process]:
+        found = list(_descendants(pid)) if pid is not None else []
+        if tag is not None:
+            found.extend(tagged_processes(tag, prefix))
+        return found
+
+    killed = _kill_in_rounds(victims)
+    if pid is not None:
+        _kill_leader_and_group(pid)
+    return killed
+
+
+def kill_descendants(pid: int) -> int:
+    """SIGKILL every process ``pid`` started, directly or not, leaving ``pid`` itself; returns how many."""
+    return _kill_in_rounds(lambda: list(_descendants(pid)))
+
+
+def _kill_in_rounds(victims: Callable[[], list[psutil.Process]]) -> int:
     killed: set[int] = set()
     for _ in range(_KILL_ROUNDS):
-        victims = list(_descendants(pid)) if pid is not None else []
-        if tag is not None:
-            victims.extend(tagged_processes(tag, prefix))
-        fresh = [process for process in victims if process.pid not in killed]
+        fresh = [process for process in victims() if process.pid not in killed]
         for process in fresh:
             try:
                 process.kill()
@@ -91,8 +107,6 @@ def kill_tree(pid: int | None, tag: str | None, prefix: bool = False) -> int:
             killed.add(process.pid)
         if not fresh:
             break
-    if pid is not None:
-        _kill_leader_and_group(pid)
     return len(killed)
 
 

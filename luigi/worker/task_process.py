@@ -29,6 +29,7 @@ from luigi.event import Event
 from luigi.scheduler_api import SchedulerAPI
 from luigi.task import DynamicRequirements, flatten
 from luigi.task_status import DONE, FAILED, PENDING
+from luigi.worker import process_tree
 from luigi.worker.completion import check_complete
 
 logger = logging.getLogger("luigi-interface")
@@ -346,6 +347,15 @@ class TaskProcess(multiprocessing.Process):
         if self.result_queue is not None:
             self.result_queue.put(outcome.as_tuple())
         return outcome
+
+    def terminate(self) -> None:
+        """Stop a started run with SIGTERM after killing every process its task started (as Luigi's does).
+
+        Otherwise a task's programs would outlive it, re-parented to init (a timed-out task's, say).
+        """
+        if self.pid is not None:
+            process_tree.kill_descendants(self.pid)
+        super().terminate()
 
     @contextlib.contextmanager
     def _process_context(self) -> Iterator[None]:
