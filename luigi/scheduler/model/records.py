@@ -5,11 +5,15 @@ Fields above the ``derived`` marker are the state to persist; the rest are index
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from luigi.scheduler.settings import TaskRetryPolicy
 from luigi.task_status import FAILED, PENDING
+
+if TYPE_CHECKING:
+    from luigi.scheduler.model.luigi_names import TaskView
 
 PUBLIC_VISIBILITY = 0
 HIDDEN_VISIBILITY = 1
@@ -70,6 +74,7 @@ class TaskRecord:
     resource_key: ResourceKey = ()
     pretty_cache: str | None = None
     granted_ahead: bool = False  # granted to start after its worker's current run (``rules.leases``)
+    view: TaskView | None = field(default=None, repr=False)  # Luigi's face of it (``model.luigi_names``)
 
     def set_params(self, params: dict[str, Any] | None) -> None:
         """Replace the parameters (the display name follows)."""
@@ -103,6 +108,11 @@ class TaskRecord:
             shown = ", ".join(f"{key}={value}" for key, value in sorted(self.public_params.items()))
             self.pretty_cache = f"{self.family}({shown})"
         return self.pretty_cache
+
+    def failures_in_window(self, now: float) -> int:
+        """Failures within the retry policy's ``disable_window`` seconds before ``now``."""
+        cutoff = now - self.retry_policy.disable_window
+        return len(self.failure_times) - bisect.bisect_left(self.failure_times, cutoff)
 
     @property
     def last_worker(self) -> str | None:
