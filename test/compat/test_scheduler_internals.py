@@ -89,7 +89,7 @@ def test_get_task_follows_the_task_through_its_run():
     sch.get_work(worker=WORKER)
     assert (task.status, task.worker_running) == (RUNNING, WORKER) and task.time_running is not None
     sch.add_task(worker=WORKER, task_id="A", status=DONE)
-    assert task.status == DONE and sch._state.get_task("A") is task
+    assert task.status == DONE and sch._state.get_task("A") == task
 
 
 def test_get_task_of_an_unknown_id_gives_the_default_and_adds_nothing():
@@ -106,7 +106,7 @@ def test_get_task_with_setdefault_adds_the_record_which_the_scheduler_then_sched
     )
     task = sch._state.get_task("A", setdefault=record)
     assert task.record is record and task.status == PENDING
-    assert sch._state.get_task("A", setdefault=record) is task  # known now: returned as it is
+    assert sch._state.get_task("A", setdefault=record) == task  # known now: returned as it is
     sch.add_task(worker=WORKER, task_id="A")
     run_one(sch, "A")
     assert record.status == DONE

@@ -3,9 +3,10 @@
 Users' tests reach into Luigi's scheduler: ``sch._state.get_task(id).status``, ``task.time_running = 0``,
 ``sch._state._metrics_collector``. ``LuigiStateNames`` gives ``SchedulerState`` those methods, and
 ``TaskView`` is Luigi's scheduler ``Task`` over one ``TaskRecord``: it reads the record, and the few writes
-tests make go through the state's write path, so the indexes and ``mark_changed`` stay exact. A record has
-one view, made on first use; it is also what the metrics collector is told about, so a test comparing
-``get_task(id)`` with a collector's argument sees the same object.
+tests make go through the state's write path, so the indexes and ``mark_changed`` stay exact. A view holds
+nothing of its own, so one is made at each use (a record keeps none: a million tasks pay nothing) and
+views of one record are equal; the metrics collector is told about a view too, so a test comparing
+``get_task(id)`` with a collector's argument (``assert_called_once_with``) sees an equal object.
 """
 
 from __future__ import annotations
@@ -70,9 +71,11 @@ class TaskView:
             raise AttributeError(name)
         return getattr(self._record, name)
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> None:
-        # A copied record is shown by a view of its own, made when first asked for (``task_view``).
-        return None
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TaskView) and other._record is self._record
+
+    def __hash__(self) -> int:
+        return hash(self._record.id)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in WRITABLE_TASK_ATTRIBUTES:
@@ -146,11 +149,8 @@ class LuigiStateNames:
         self.use_collector(collector)
 
     def task_view(self, task: TaskRecord) -> TaskView:
-        """Luigi's face of ``task`` (the same object every time)."""
-        view = task.view
-        if view is None:
-            view = task.view = TaskView(task, cast("SchedulerState", self))
-        return view
+        """Luigi's face of ``task`` (a new view, equal to every other view of it)."""
+        return TaskView(task, cast("SchedulerState", self))
 
     def get_task(
         self,

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from luigi.scheduler.settings import TaskRetryPolicy
 from luigi.task_status import FAILED, PENDING
-
-if TYPE_CHECKING:
-    from luigi.scheduler.model.luigi_names import TaskView
 
 PUBLIC_VISIBILITY = 0
 HIDDEN_VISIBILITY = 1
@@ -74,7 +71,6 @@ class TaskRecord:
     resource_key: ResourceKey = ()
     pretty_cache: str | None = None
     granted_ahead: bool = False  # granted to start after its worker's current run (``rules.leases``)
-    view: TaskView | None = field(default=None, repr=False)  # Luigi's face of it (``model.luigi_names``)
 
     def set_params(self, params: dict[str, Any] | None) -> None:
         """Replace the parameters (the display name follows)."""

@@ -151,7 +151,7 @@ class SchedulerState(LuigiStateNames):
                 f"Task {task.id!r} brought its own workers, stakeholders or batch: add it without them, "
                 "then report it with add_task(worker=...)"
             )
-        deps, task.deps, task.unfinished_deps, task.view = set(task.deps), set(), 0, None
+        deps, task.deps, task.unfinished_deps = set(task.deps), set(), 0
         self._index_new_task(task, deps)
 
     def _index_new_task(self, task: TaskRecord, deps: Iterable[str]) -> None:

@@ -72,7 +72,7 @@ WORKER_FIELDS: tuple[tuple[str, str], ...] = (
 
 # Record fields rebuilt from the others on load (below the ``derived`` marker in records.py).
 # (``granted_ahead`` and ``ahead`` are leases a restart forgets: ``rules.leases``.)
-DERIVED_TASK_FIELDS = frozenset({"unfinished_deps", "resource_key", "pretty_cache", "granted_ahead", "view"})
+DERIVED_TASK_FIELDS = frozenset({"unfinished_deps", "resource_key", "pretty_cache", "granted_ahead"})
 DERIVED_WORKER_FIELDS = frozenset({"tasks", "stake", "pending_counts", "ahead"})
 
 _FLOAT_TAG = "$float"
