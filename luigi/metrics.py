@@ -9,13 +9,21 @@ from __future__ import annotations
 
 import abc
 import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from luigi.scheduler.views.vitals import SchedulerVitals
 
-__all__ = ["MetricsCollector", "MetricsCollectors", "MetricsSetupError", "NoMetricsCollector"]
+__all__ = [
+    "CollectorExtras",
+    "MetricsCollector",
+    "MetricsCollectors",
+    "MetricsSetupError",
+    "NoMetricsCollector",
+]
 
 
 class MetricsSetupError(ValueError):
@@ -88,9 +96,9 @@ def _import_class(dotted: str) -> Any:
 class MetricsCollector(abc.ABC):
     """What the scheduler calls as its tasks move; ``task`` is the scheduler's record of the task.
 
-    The last two methods below are ours (no-ops here): ``observe_rpc`` hears how long each RPC served by
-    ``luigid`` took, and ``watch_scheduler`` receives the read-only figures (tasks per status, workers,
-    history backlog) a collector may report.
+    The last two methods below are ours (no-ops here, and optional: ``CollectorExtras`` finds them):
+    ``observe_rpc`` hears how long each RPC served by ``luigid`` took, and ``watch_scheduler`` receives the
+    read-only figures (tasks per status, workers, history backlog) a collector may report.
     """
 
     @abc.abstractmethod
@@ -128,6 +136,29 @@ class MetricsCollector(abc.ABC):
 
     def watch_scheduler(self, vitals: SchedulerVitals) -> None:  # noqa: B027 - optional, a no-op by default
         """The scheduler's read-only figures, to be read when the collector reports."""
+
+
+@dataclass(frozen=True)
+class CollectorExtras:
+    """Our hooks beyond Luigi's collector methods, found once on a collector: None where it has none of
+    its own, so a collector written for Luigi (a subclass with only its methods, a ``MagicMock``, an
+    object of any class) works, and one that inherits our no-ops costs nothing per call."""
+
+    observe_rpc: Callable[[str, float], None] | None
+    watch_scheduler: Callable[[SchedulerVitals], None] | None
+
+    @classmethod
+    def of(cls, collector: Any) -> CollectorExtras:
+        """The optional hooks ``collector`` implements."""
+        return cls(_own_hook(collector, "observe_rpc"), _own_hook(collector, "watch_scheduler"))
+
+
+def _own_hook(collector: Any, name: str) -> Any:
+    # The one place optional hooks are looked up: a collector need not subclass MetricsCollector.
+    hook = getattr(collector, name, None)
+    if not callable(hook) or getattr(hook, "__func__", None) is getattr(MetricsCollector, name):
+        return None
+    return hook
 
 
 class NoMetricsCollector(MetricsCollector):

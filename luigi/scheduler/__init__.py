@@ -28,6 +28,7 @@ from luigi.rpc_methods import RPC_METHODS
 from luigi.scheduler.hooks import FailureBatcher
 from luigi.scheduler.model.clock import Clock, ManualClock, system_time
 from luigi.scheduler.settings import RetryPolicy, SchedulerConfig, scheduler
+from luigi.scheduler.settings import _get_empty_retry_policy as _get_empty_retry_policy  # Luigi's internal
 from luigi.task_status import (
     BATCH_RUNNING,
     DISABLED,
@@ -44,6 +45,7 @@ from luigi.task_status import (
 if TYPE_CHECKING:
     from luigi.scheduler.core import Scheduler
     from luigi.scheduler.model.records import TaskRecord, WorkerRecord
+    from luigi.scheduler.model.state import SimpleTaskState
     from luigi.scheduler.views.upstream import (
         UPSTREAM_DISABLED,
         UPSTREAM_FAILED,
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
 # needs the engine behind ``Scheduler``, a third of what ``import luigi`` would otherwise load.
 _LAZY = {
     "Scheduler": "luigi.scheduler.core",
+    "SimpleTaskState": "luigi.scheduler.model.state",
     "TaskRecord": "luigi.scheduler.model.records",
     "WorkerRecord": "luigi.scheduler.model.records",
     "UPSTREAM_DISABLED": "luigi.scheduler.views.upstream",
@@ -90,6 +93,7 @@ __all__ = [
     "RetryPolicy",
     "Scheduler",
     "SchedulerConfig",
+    "SimpleTaskState",
     "TaskRecord",
     "WorkerRecord",
     "batch_notifier",

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from luigi.metrics import MetricsCollector, MetricsCollectors
+from luigi.metrics import CollectorExtras, MetricsCollector, MetricsCollectors
 from luigi.scheduler.extensions import ExtensionMethods
 from luigi.scheduler.hooks import (
     FailureBatcher,
@@ -24,6 +24,7 @@ from luigi.scheduler.hooks import (
 )
 from luigi.scheduler.model.changes import ChangeSet
 from luigi.scheduler.model.clock import Clock, system_time
+from luigi.scheduler.model.luigi_names import TaskView
 from luigi.scheduler.model.records import TaskRecord
 from luigi.scheduler.model.state import SchedulerState
 from luigi.scheduler.reads import ReadMethods
@@ -34,7 +35,7 @@ from luigi.scheduler.rules.pruning import prune as prune_state
 from luigi.scheduler.rules.resources import check_resource_amounts
 from luigi.scheduler.rules.transitions import Notifier, StatusRules
 from luigi.scheduler.schedules import NoSchedules, ScheduleDesk
-from luigi.scheduler.settings import SchedulerConfig
+from luigi.scheduler.settings import RetryPolicy, SchedulerConfig
 from luigi.scheduler.store.base import NullStore, StateStore
 from luigi.scheduler.store.task_logs import TaskLogStore
 from luigi.scheduler.views import queries
@@ -105,7 +106,7 @@ class Scheduler(ReadMethods, ExtensionMethods):
         if batch_notifier is None and config.batch_emails:
             batch_notifier = default_batch_notifier()
         self._batch_notifier = batch_notifier
-        self._state.metrics = self._metrics_collector(config)
+        self._watch_metrics(MetricsCollectors.get(config.metrics_collector, config.metrics_custom_import))
         self._intake = ReportIntake(self._state, self._rules, self._task_history, batch_notifier)
         self._get_work = GetWork(self._state, self._rules, self._task_history)
         self._store: StateStore = store if store is not None else NullStore()
@@ -120,20 +121,28 @@ class Scheduler(ReadMethods, ExtensionMethods):
         """The settings this scheduler runs with."""
         return self._config
 
-    def _metrics_collector(self, config: SchedulerConfig) -> MetricsCollector:
-        """The collector ``[scheduler] metrics_collector`` names; one that reads the scheduler's figures
-        (overrides ``watch_scheduler``) is shown them. The default collector needs none, so none are made."""
-        collector: MetricsCollector = MetricsCollectors.get(
-            config.metrics_collector, config.metrics_custom_import
-        )
-        if type(collector).watch_scheduler is not MetricsCollector.watch_scheduler:
-            collector.watch_scheduler(SchedulerVitals(self._state, self._task_history))
-        return collector
+    def _watch_metrics(self, collector: MetricsCollector) -> None:
+        """Tell ``collector`` of task transitions; one that reads the scheduler's figures (has its own
+        ``watch_scheduler``) is shown them. The default collector reads none, so none are made."""
+        self._state.use_collector(collector)
+        watch = self._state.metrics_extras.watch_scheduler
+        if watch is not None:
+            watch(SchedulerVitals(self._state, self._task_history))
+
+    def _generate_retry_policy(self, task_retry_policy_dict: Mapping[str, Any] | None) -> RetryPolicy:
+        """Luigi's retry policy of a task: its ``retry_policy_dict`` (None values skipped) over ours."""
+        policy = self._config.retry_policy_for(task_retry_policy_dict)
+        return RetryPolicy(policy.retry_count, policy.disable_hard_timeout, policy.disable_window)
 
     @property
     def metrics_collector(self) -> MetricsCollector:
         """The collector told of task transitions (``[scheduler] metrics_collector``), served at /metrics."""
         return self._state.metrics
+
+    @property
+    def metrics_extras(self) -> CollectorExtras:
+        """The optional hooks of that collector (``observe_rpc``: luigid times each RPC for it)."""
+        return self._state.metrics_extras
 
     # -- durable state (not RPC methods) ----------------------------------------------------------------
 
@@ -558,12 +567,15 @@ class Scheduler(ReadMethods, ExtensionMethods):
         return None
 
     def update_metrics_task_started(self, task: Any) -> None:
-        """Tell the metrics collector a task was handed out (a record, or over RPC the id of a known task)."""
+        """Tell the metrics collector a task was handed out (a record or its view, or over RPC the id of a
+        known task)."""
+        if isinstance(task, TaskView):
+            task = task.record
         record = task if isinstance(task, TaskRecord) else self._state.tasks.get(_task_id_of(task) or "")
         if record is None:
             return None
         try:
-            self._state.metrics.handle_task_started(record)
+            self._state.metrics.handle_task_started(self._state.task_view(record))
         except Exception:  # a collector is a plug-in: its bug must not fail the grant
             logger.exception("Metrics collector failed on %s starting", record.id)
         return None
@@ -574,7 +586,7 @@ class Scheduler(ReadMethods, ExtensionMethods):
         if task is None:
             return None
         try:
-            self._state.metrics.handle_task_statistics(task, statistics)
+            self._state.metrics.handle_task_statistics(self._state.task_view(task), statistics)
         except Exception:  # a collector is a plug-in: its bug must not fail the worker's report
             logger.exception("Metrics collector failed on statistics of %s", task_id)
         return None

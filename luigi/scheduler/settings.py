@@ -38,6 +38,16 @@ class RetryPolicy(NamedTuple):
     disable_window: int
 
 
+def _get_empty_retry_policy() -> RetryPolicy:
+    """Luigi's policy of no values (every field None): a task's own policy before defaults fill it."""
+    return RetryPolicy._make([None] * len(RetryPolicy._fields))
+
+
+def _retry_policy_of(settings: Any) -> RetryPolicy:
+    """Luigi's ``_get_retry_policy()`` of a settings object with the three retry options."""
+    return RetryPolicy(settings.retry_count, settings.disable_hard_timeout, settings.disable_window)
+
+
 class TaskRetryPolicy(NamedTuple):
     """What the scheduler keeps per task: Luigi's ``RetryPolicy`` fields, then how long a failed task
     waits before its retry (ours). ``retry_delay`` None: the scheduler's ``retry_delay``."""
@@ -172,6 +182,10 @@ class SchedulerConfig:
         """A copy with some options replaced (checked like ``from_config`` overrides)."""
         _check_overrides(overrides)
         return dataclasses.replace(self, **_typed_overrides(overrides))
+
+    def _get_retry_policy(self) -> RetryPolicy:
+        """Luigi's name for the scheduler-wide policy, in Luigi's three fields."""
+        return _retry_policy_of(self)
 
     def retry_policy(self) -> TaskRetryPolicy:
         """The scheduler-wide retry policy."""
@@ -320,7 +334,12 @@ def _declared_parameter(name: str, kind: str, default: Any) -> Parameter:
 scheduler: type[Config] = type(
     "scheduler",
     (Config,),
-    {"__module__": __name__, "__doc__": "Flags for every [scheduler] option.", **_declared_parameters()},
+    {
+        "__module__": __name__,
+        "__doc__": "Flags for every [scheduler] option.",
+        "_get_retry_policy": _retry_policy_of,
+        **_declared_parameters(),
+    },
 )
 
 

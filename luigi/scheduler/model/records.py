@@ -5,6 +5,7 @@ Fields above the ``derived`` marker are the state to persist; the rest are index
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,6 +104,11 @@ class TaskRecord:
             shown = ", ".join(f"{key}={value}" for key, value in sorted(self.public_params.items()))
             self.pretty_cache = f"{self.family}({shown})"
         return self.pretty_cache
+
+    def failures_in_window(self, now: float) -> int:
+        """Failures within the retry policy's ``disable_window`` seconds before ``now``."""
+        cutoff = now - self.retry_policy.disable_window
+        return len(self.failure_times) - bisect.bisect_left(self.failure_times, cutoff)
 
     @property
     def last_worker(self) -> str | None:

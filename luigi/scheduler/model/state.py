@@ -7,6 +7,9 @@ durable store (``mark_changed`` and its kin) happens here and nowhere else.
 
 Two different notes are kept: ``to_recheck`` (``recheck``) lists tasks the next prune looks at for a
 lost runner or lost stakeholders; ``changes`` (``mark_changed``) lists records the next flush writes.
+
+Luigi's names for all this (``get_task``, ``_metrics_collector``, a task's ``failures``, ...) are views in
+``luigi_names``; the writes they allow come back here.
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ import bisect
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from luigi.metrics import MetricsCollector, NoMetricsCollector
+from luigi.metrics import CollectorExtras, MetricsCollector, NoMetricsCollector
 from luigi.scheduler.model.changes import ChangeSet
-from luigi.scheduler.model.clock import Clock
+from luigi.scheduler.model.clock import Clock, system_time
 from luigi.scheduler.model.deadlines import REENABLE, REMOVE, RETRY, Deadlines
+from luigi.scheduler.model.luigi_names import LuigiStateNames
 from luigi.scheduler.model.ready import ASSISTANTS, Owner, RankKey, ReadyQueues
 from luigi.scheduler.model.records import (
     COUNTED_STATUSES,
@@ -49,9 +53,11 @@ class PlainFields(TypedDict, total=False):
     status_message: str | None
     progress_percentage: Any
     retry_policy: TaskRetryPolicy
+    time_running: float | None  # (written by users' tests through Luigi's names)
+    updated: float
 
 
-class SchedulerState:
+class SchedulerState(LuigiStateNames):
     """Tasks, workers, capacities and batchers, with indexes maintained on every change."""
 
     def __init__(self, config: SchedulerConfig, clock: Clock) -> None:
@@ -73,15 +79,12 @@ class SchedulerState:
         self.disabled_version = 0  # bumps when the set of tasks with a DISABLED upstream may change
         self.changes: ChangeSet | None = None  # records to persist at the next flush; None: no store
         self.metrics: MetricsCollector = NoMetricsCollector()  # told of transitions by the rules (not state)
+        self.metrics_extras = CollectorExtras.of(self.metrics)
 
-    @property
-    def _metrics_collector(self) -> MetricsCollector:
-        """Luigi's name for ``metrics`` (its ``MetricsHandler`` and users' tests reach it so)."""
-        return self.metrics
-
-    @_metrics_collector.setter
-    def _metrics_collector(self, collector: MetricsCollector) -> None:
+    def use_collector(self, collector: MetricsCollector) -> None:
+        """Tell ``collector`` of task transitions from now on (its optional hooks are found once, here)."""
         self.metrics = collector
+        self.metrics_extras = CollectorExtras.of(collector)
 
     # -- lookups ---------------------------------------------------------------------------------------
 
@@ -135,16 +138,32 @@ class SchedulerState:
             resources=dict(resources or {}),
         )
         task.set_params(params)
-        task.resource_key = resource_key(task.resources)
-        self.tasks[task_id] = task
-        self.by_status[status][task_id] = task
-        self.by_family.setdefault(task.family, set()).add(task_id)
-        if status == DONE:
-            self._dependents_changed(task_id, -1)
-        self.set_deps(task, deps or ())
-        self.to_recheck.add(task_id)
-        self.mark_changed(task_id)
+        self._index_new_task(task, deps or ())
         return task
+
+    def adopt_task(self, task: TaskRecord) -> None:
+        """Add a record made outside the state (Luigi's ``get_task(setdefault=...)``). It must be new:
+        workers, stakeholders and batches are added through the state, not brought in."""
+        if task.id in self.tasks:
+            raise ValueError(f"Task {task.id!r} is already known: read it with get_task({task.id!r})")
+        if task.workers or task.stakeholders or task.batch_id is not None:
+            raise ValueError(
+                f"Task {task.id!r} brought its own workers, stakeholders or batch: add it without them, "
+                "then report it with add_task(worker=...)"
+            )
+        deps, task.deps, task.unfinished_deps = set(task.deps), set(), 0
+        self._index_new_task(task, deps)
+
+    def _index_new_task(self, task: TaskRecord, deps: Iterable[str]) -> None:
+        task.resource_key = resource_key(task.resources)
+        self.tasks[task.id] = task
+        self.by_status[task.status][task.id] = task
+        self.by_family.setdefault(task.family, set()).add(task.id)
+        if task.status == DONE:
+            self._dependents_changed(task.id, -1)
+        self.set_deps(task, deps)
+        self.to_recheck.add(task.id)
+        self.mark_changed(task.id)
 
     def remove_task(self, task: TaskRecord) -> None:
         """Forget a task; tasks depending on it see it as missing, hence unfinished."""
@@ -657,6 +676,14 @@ class SchedulerState:
             members.discard(task_id)
             if not members:
                 del index[key]
+
+
+class SimpleTaskState(SchedulerState):
+    """Luigi's name for the state, built as Luigi builds it: ``SimpleTaskState(state_path)`` (the
+    ``[scheduler]`` defaults and the system clock; the state is kept by the Scheduler's store, not here)."""
+
+    def __init__(self, state_path: str) -> None:
+        super().__init__(SchedulerConfig(state_path=state_path), system_time)
 
 
 def rank_key(task: TaskRecord) -> RankKey:

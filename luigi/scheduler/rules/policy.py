@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 from collections.abc import Iterable
 
@@ -15,18 +14,12 @@ _MAX_DOUBLINGS = 60
 # -- retry and disable -------------------------------------------------------------------------------------
 
 
-def failures_in_window(task: TaskRecord, now: float) -> int:
-    """Failures within the task's ``disable_window`` seconds before ``now``."""
-    cutoff = now - task.retry_policy.disable_window
-    return len(task.failure_times) - bisect.bisect_left(task.failure_times, cutoff)
-
-
 def has_excessive_failures(task: TaskRecord, now: float) -> bool:
     """True once ``retry_count`` failures fall in the window, or ``disable_hard_timeout`` has passed."""
     policy = task.retry_policy
     if task.first_failure_time is not None and now >= task.first_failure_time + policy.disable_hard_timeout:
         return True
-    return failures_in_window(task, now) >= policy.retry_count
+    return task.failures_in_window(now) >= policy.retry_count
 
 
 def retry_number(task: TaskRecord) -> int:

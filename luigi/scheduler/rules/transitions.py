@@ -119,11 +119,11 @@ class StatusRules:
         metrics = self.state.metrics
         try:
             if new_status == DONE:
-                metrics.handle_task_done(task)
+                metrics.handle_task_done(self.state.task_view(task))
             elif new_status == FAILED:
-                metrics.handle_task_failed(task)
+                metrics.handle_task_failed(self.state.task_view(task))
             elif new_status == DISABLED:
-                metrics.handle_task_disabled(task, self.config)
+                metrics.handle_task_disabled(self.state.task_view(task), self.config)
         except Exception:  # a collector is a plug-in: its bug must not stop a status change half-way
             logger.exception("Metrics collector failed on %s becoming %s", task.id, new_status)
 
