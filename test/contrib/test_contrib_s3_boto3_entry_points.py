@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import datetime
 from unittest import mock
 
 import pytest
@@ -84,3 +85,25 @@ def test_an_option_boto3_refuses_is_luigis_deprecated_boto_client_exception():
 
     with pytest.raises(DeprecatedBotoClientException, match="unexpected keyword argument 'colour'"):
         client.put_string("x", "s3://bucket/key")
+
+
+@pytest.mark.parametrize(
+    ("valid_for", "assumed"), [(datetime.timedelta(hours=1), 1), (datetime.timedelta(minutes=5), 2)]
+)
+def test_assumed_role_credentials_are_renewed_shortly_before_they_expire(valid_for, assumed):
+    get_config().set("s3", "aws_role_arn", "arn:aws:iam::123456789012:role/loader")
+    expiration = datetime.datetime.now(datetime.timezone.utc) + valid_for
+
+    with mock.patch("boto3.client") as client, mock.patch("boto3.resource"):
+        client.return_value.assume_role.return_value = {
+            "Credentials": {
+                "AccessKeyId": "k",
+                "SecretAccessKey": "s",
+                "SessionToken": "t",
+                "Expiration": expiration,
+            }
+        }
+        S3Client().put_string("first", "s3://bucket/a")
+        S3Client().put_string("second", "s3://bucket/b")
+
+    assert client.return_value.assume_role.call_count == assumed
