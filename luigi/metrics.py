@@ -47,9 +47,9 @@ class MetricsCollectors(Enum):
             return NoMetricsCollector()
         try:
             if member is cls.datadog:
-                from luigi.contrib.datadog_metric import DataDogMetricsCollector
+                from luigi.contrib.datadog_metric import DatadogMetricsCollector
 
-                return DataDogMetricsCollector()
+                return DatadogMetricsCollector()
             if member is cls.prometheus:
                 from luigi.contrib.prometheus_metric import PrometheusMetricsCollector
 

@@ -21,7 +21,7 @@ from luigi.task import Config
 require("datadog", "datadog", "luigi.contrib.datadog_metric")
 from datadog.dogstatsd import DogStatsd  # noqa: E402
 
-__all__ = ["DataDogMetricsCollector", "datadog"]
+__all__ = ["DataDogMetricsCollector", "DatadogMetricsCollector", "datadog"]
 
 
 class datadog(Config):
@@ -40,7 +40,7 @@ class datadog(Config):
     statsd_port = parameter.IntParameter(default=8125, description="UDP port of the DogStatsD agent")
 
 
-class DataDogMetricsCollector(MetricsCollector):
+class DatadogMetricsCollector(MetricsCollector):
     """Sends a counter and an event for each task transition to the DogStatsD agent."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -92,3 +92,6 @@ class DataDogMetricsCollector(MetricsCollector):
             f"task_name:{task.family}",
             *(f"{name}:{value}" for name, value in (task.params or {}).items()),
         ]
+
+
+DataDogMetricsCollector = DatadogMetricsCollector  # this project's earlier spelling, kept for its users

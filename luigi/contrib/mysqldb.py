@@ -1,7 +1,8 @@
 """MySQL and MariaDB: a marker-table target and a ``CopyToTable`` that inserts rows in bulk.
 
-The driver is PyMySQL (``pip install 'luigi[mysql]'``), or mysql-connector-python (the one Luigi used)
-when that is the one installed; it is imported at the first connection. A copy runs in one transaction
+The driver is mysql-connector-python, as in Luigi (``pip install 'luigi[mysql]'``), or PyMySQL when that is
+not installed; it is imported at the first connection, and ``mysql.connector.connect`` is looked up at
+each one, so a test's ``mock.patch('mysql.connector.connect')`` takes effect. A copy runs in one transaction
 with its marker row: a failed copy leaves neither rows nor marker (nor a table the copy created), and a
 finished one is never repeated.
 
@@ -39,7 +40,7 @@ ER_NO_SUCH_TABLE = 1146
 
 @dataclass(frozen=True)
 class Driver:
-    """The DB-API module in use (PyMySQL or mysql.connector) and what differs between the two."""
+    """The DB-API module in use (mysql.connector or PyMySQL) and what differs between the two."""
 
     module: ModuleType
 
@@ -54,13 +55,13 @@ class Driver:
 
 
 def driver() -> Driver:
-    """PyMySQL when it imports, else mysql.connector, else MissingExtraError naming the ``mysql`` extra."""
-    for name in ("pymysql", "mysql.connector"):
+    """mysql.connector when it imports, else PyMySQL, else MissingExtraError naming the ``mysql`` extra."""
+    for name in ("mysql.connector", "pymysql"):
         try:
             return Driver(importlib.import_module(name))
         except ImportError:
             continue
-    return Driver(require("pymysql", "mysql", "luigi.contrib.mysqldb"))
+    return Driver(require("mysql.connector", "mysql", "luigi.contrib.mysqldb"))
 
 
 def error_code(exc: BaseException) -> int | None:

@@ -297,11 +297,15 @@ class OpenerRegistry:
         try:
             return self.registry[name]
         except KeyError:
-            known = ", ".join(f"{scheme}://" for scheme in sorted(self.registry)) or "none"
-            raise NoOpenerError(
-                f"No opener for URLs of scheme {name!r} (registered: {known}); "
-                "register one with OpenerRegistry.add()"
-            ) from None
+            raise self._no_opener(name) from None
+
+    def _no_opener(self, name: str, url: str = "") -> NoOpenerError:
+        """Luigi's ``No opener for <scheme>``, then the URL, the registered schemes and the fix."""
+        known = ", ".join(f"{scheme}://" for scheme in sorted(self.registry)) or "none"
+        where = f" in {url}" if url else ""
+        return NoOpenerError(
+            f"No opener for {name}{where} (registered: {known}); register one with OpenerRegistry.add()"
+        )
 
     def open(self, target_uri: str | os.PathLike[str], **kwargs: Any) -> Target:
         """The target ``target_uri`` names; keyword arguments go to the target, winning over the query."""
@@ -311,8 +315,8 @@ class OpenerRegistry:
         try:
             opener = self.get_opener(parts.scheme)
             port = parts.port
-        except NoOpenerError as exc:
-            raise NoOpenerError(f"Cannot open {shown}: {exc}") from None
+        except NoOpenerError:
+            raise self._no_opener(parts.scheme, shown) from None
         except ValueError:
             raise OpenerError(f"Cannot open {shown}: its port is not a number") from None
         try:

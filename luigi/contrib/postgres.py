@@ -1,8 +1,9 @@
 """PostgreSQL: a marker-table target, a bulk ``CopyToTable`` (COPY FROM STDIN) and ``PostgresQuery``.
 
-The driver is psycopg 3 (``pip install 'luigi[postgres]'``), or psycopg2 when that is the one installed;
-it is imported at the first connection. A copy runs in one transaction with its marker row, so a failed
-copy leaves neither rows nor marker, and a finished one is never repeated.
+The driver is psycopg2, as in Luigi (``pip install 'luigi[postgres]'``), or psycopg 3 when psycopg2 is not
+installed; it is imported at the first connection, and ``psycopg2.connect`` is looked up at each one, so a
+test's ``mock.patch('psycopg2.connect')`` takes effect. A copy runs in one transaction with its marker
+row, so a failed copy leaves neither rows nor marker, and a finished one is never repeated.
 
 Config (``[postgres]``): ``marker_table`` (default ``table_updates``), ``use_db_timestamps`` (default
 true), ``local_tmp_dir`` (where rows are staged before the COPY; default the system's).
@@ -47,12 +48,12 @@ NULL_MARKER = "\\N"
 _COPY_BLOCK = 1 << 16
 
 
-# -- the driver: psycopg 3 or psycopg2, chosen at first use ---------------------------------------------
+# -- the driver: psycopg2 or psycopg 3, chosen at first use ---------------------------------------------
 
 
 @dataclass(frozen=True)
 class Driver:
-    """The DB-API module in use and the few calls that differ between psycopg 3 and psycopg2."""
+    """The DB-API module in use and the few calls that differ between psycopg2 and psycopg 3."""
 
     module: ModuleType
 
@@ -64,8 +65,17 @@ class Driver:
     def Error(self) -> type[Exception]:  # noqa: N802 - mirrors the DB-API attribute name
         return self.module.Error
 
-    def connect(self, **params: Any) -> Any:
-        return self.module.connect(**params)
+    def connect(self, host: str, port: Any, database: str, user: str, password: str) -> Any:
+        """A new UTF-8 connection; psycopg2 is called with exactly Luigi's arguments."""
+        if self.name == "psycopg2":
+            connection = self.module.connect(
+                host=host, port=port, database=database, user=user, password=password
+            )
+            connection.set_client_encoding("utf-8")
+            return connection
+        return self.module.connect(
+            host=host, port=port, dbname=database, user=user, password=password, client_encoding="utf8"
+        )
 
     def copy_from_file(self, cursor: Any, sql: str, file: IO[bytes]) -> None:
         """Run ``COPY ... FROM STDIN`` feeding it ``file``."""
@@ -78,13 +88,13 @@ class Driver:
 
 
 def driver() -> Driver:
-    """psycopg (3) when it imports, else psycopg2, else MissingExtraError naming the ``postgres`` extra."""
-    for name in ("psycopg", "psycopg2"):
+    """psycopg2 when it imports, else psycopg (3), else MissingExtraError naming the ``postgres`` extra."""
+    for name in ("psycopg2", "psycopg"):
         try:
             return Driver(importlib.import_module(name))
         except ImportError:
             continue
-    return Driver(require("psycopg", "postgres", "luigi.contrib.postgres"))
+    return Driver(require("psycopg2", "postgres", "luigi.contrib.postgres"))
 
 
 def driver_of(connection_or_cursor: Any) -> Driver | None:
@@ -178,16 +188,8 @@ class PostgresTarget(rdbms.DatabaseTarget):
     def connect(self) -> Any:
         """A new connection (transactional, UTF-8); DatabaseConnectionError naming the server if refused."""
         active = driver()
-        params = {
-            "host": self.host,
-            "port": self.port,
-            "dbname": self.database,
-            "user": self.user,
-            "password": self.password,
-            "client_encoding": "utf8",
-        }
         try:
-            return active.connect(**params)
+            return active.connect(self.host, self.port, self.database, self.user, self.password)
         except active.Error as exc:
             cause = redact(" ".join(str(exc).split()), [self.password])
         raise DatabaseConnectionError(f"cannot connect to {self.where()} as user {self.user!r}: {cause}")

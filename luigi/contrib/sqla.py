@@ -3,7 +3,8 @@
 ``CopyToTable`` inserts what ``rows()`` yields into ``table``, in chunks of ``chunk_size``, and writes its
 ``update_id`` into the marker table (``[sqlalchemy] marker_table``, default ``table_updates``) in the same
 transaction: a copy is either all there, marker included, or not there at all. ``SQLAlchemyTarget`` is
-that marker, also usable on its own. Built on SQLAlchemy 2; the database driver is the user's choice.
+that marker, also usable on its own. Built on SQLAlchemy 2; the database driver is the user's choice (a
+bare ``postgresql://`` URL uses psycopg2 as in Luigi, or psycopg 3 when psycopg2 is not installed).
 Connection strings are only ever shown with their password masked.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import datetime
+import importlib.util
 import itertools
 import logging
 import os
@@ -118,6 +120,25 @@ def _cause(exc: BaseException, url: URL) -> str:
     for secret in _secrets_of(url):
         text = text.replace(secret, MASK)
     return text
+
+
+# The DB-API drivers a bare ``postgresql://`` URL may use, Luigi's first. SQLAlchemy 2.1 defaults to
+# psycopg 3, so without this a Luigi user's URL would fail where only psycopg2 (Luigi's driver) is installed.
+_POSTGRESQL_DRIVERS = ("psycopg2", "psycopg")
+
+
+def _with_installed_driver(connection_string: str | URL) -> str | URL:
+    """A bare ``postgresql://`` URL made explicit with the installed driver: psycopg2, else psycopg 3.
+
+    Any other URL (one naming its driver, another database, or not a URL at all) is returned unchanged.
+    """
+    url = _parse_url(connection_string)
+    if url is None or url.drivername != "postgresql":
+        return connection_string
+    for driver in _POSTGRESQL_DRIVERS:
+        if importlib.util.find_spec(driver) is not None:
+            return url.set(drivername=f"postgresql+{driver}")
+    return connection_string  # neither: SQLAlchemy's own error names the driver it wanted
 
 
 def _connection_hint(url: URL) -> str:
@@ -229,7 +250,10 @@ class SQLAlchemyTarget(Target):
         shown = safe_url(self.connection_string)
         try:
             return sqlalchemy.create_engine(
-                self.connection_string, echo=self.echo, connect_args=self.connect_args, pool_pre_ping=True
+                _with_installed_driver(self.connection_string),
+                echo=self.echo,
+                connect_args=self.connect_args,
+                pool_pre_ping=True,
             )
         except sqlalchemy.exc.NoSuchModuleError as exc:
             raise DatabaseDriverMissingError(

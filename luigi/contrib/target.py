@@ -6,7 +6,7 @@ A method that returns a generator (``listdir``) counts as failed if fetching its
 failure later in the listing is the caller's, as the items before it were already handed out.
 A `FileSystemException` (the path exists already, a parent is missing, ...) is an answer about the data,
 not a broken client, so it is raised at once; unless it is also a `ConnectionError` or `TimeoutError`
-(such as ``S3ConnectionError``): a server one client cannot reach, another may.
+(a client's "cannot reach the server"): a server one client cannot reach, another may.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from helpers.luigid import free_port
 from helpers.mariadb_server import MariaDB, mariadb_server  # noqa: F401 - a fixture
+from helpers.patched_driver import exists_through_patched_connect, last_query
 
 import luigi
 from luigi import Event, LuigiStatusCode
@@ -251,10 +252,38 @@ def test_touch_and_exists_on_the_target(db: Database) -> None:
     assert db.server.password not in repr(target) + str(target)
 
 
-def test_mysql_connector_is_used_when_it_is_the_driver_installed(db: Database, monkeypatch, failures) -> None:
+def test_mysql_connector_is_the_driver_when_installed_as_in_luigi(db: Database) -> None:
     connector = pytest.importorskip("mysql.connector")
-    monkeypatch.setitem(sys.modules, "pymysql", None)
     assert mysqldb.driver().module is connector
+
+    assert luigi.build([Scores(day="d")], local_scheduler=True) is True
+
+    assert db.query("SELECT count(*) FROM scores") == [(5,)]
+
+
+def test_a_patched_mysql_connector_connect_is_the_connection_the_target_uses() -> None:
+    pytest.importorskip("mysql.connector")
+    target = mysqldb.MySqlTarget("db.example:3307", "warehouse", "loader", "pw", "scores", "u-1")
+
+    connect, answers = exists_through_patched_connect(target, "mysql.connector.connect")
+
+    assert answers == [True, False]
+    kwargs = connect.call_args.kwargs
+    assert {k: kwargs[k] for k in ("host", "port", "database", "user", "password")} == {
+        "host": "db.example",
+        "port": 3307,
+        "database": "warehouse",
+        "user": "loader",
+        "password": "pw",
+    }
+    query, params = last_query(connect)
+    assert query.startswith("SELECT 1 FROM table_updates") and params == ("u-1",)
+
+
+def test_pymysql_is_the_fallback_when_mysql_connector_is_absent(db: Database, monkeypatch) -> None:
+    pymysql = pytest.importorskip("pymysql")
+    monkeypatch.setitem(sys.modules, "mysql.connector", None)
+    assert mysqldb.driver().module is pymysql
 
     assert luigi.build([Scores(day="d")], local_scheduler=True) is True
     assert luigi.build([FailingHalfway(day="other")], local_scheduler=True) is False

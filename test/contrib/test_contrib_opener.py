@@ -216,14 +216,20 @@ def test_secrets_in_a_url_are_masked_in_errors_and_opener_path() -> None:
     assert plain.opener_path == "mock://x?is_tmp=true"
 
 
-def test_unknown_scheme_names_the_registered_ones() -> None:
+def test_unknown_scheme_starts_with_luigis_text_then_names_the_registered_ones() -> None:
     with pytest.raises(NoOpenerError) as raised:
-        OpenerTarget("ftp://host/file")
+        OpenerTarget("foo://bar.txt")
 
+    assert str(raised.value).startswith("No opener for foo")  # Luigi's text, which users' tests match
     assert str(raised.value) == (
-        "Cannot open ftp://host/file: No opener for URLs of scheme 'ftp' "
+        "No opener for foo in foo://bar.txt "
         "(registered: file://, mock://, s3://, s3n://); register one with OpenerRegistry.add()"
     )
+
+
+def test_get_opener_of_an_unknown_scheme_says_no_opener_for_it() -> None:
+    with pytest.raises(NoOpenerError, match=r"^No opener for ftp \(registered: mock://\); register one"):
+        OpenerRegistry([MockOpener]).get_opener("ftp")
 
 
 def test_a_registry_takes_custom_openers() -> None:

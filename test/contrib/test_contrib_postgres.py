@@ -9,8 +9,10 @@ from __future__ import annotations
 import logging
 import sys
 from typing import Any
+from unittest import mock
 
 import pytest
+from helpers.patched_driver import exists_through_patched_connect, last_query
 from helpers.pg_server import PgServer, ServerSettings
 
 import luigi
@@ -287,7 +289,9 @@ def test_exists_on_a_callers_connection_keeps_its_transaction_usable(pg: PgServe
     connection = target.connect()
     try:
         assert target.exists(connection) is False
-        assert connection.cursor().execute("SELECT 1").fetchone() == (1,)
+        cursor = connection.cursor()
+        cursor.execute("SELECT 1")
+        assert cursor.fetchone() == (1,)
         target.touch(connection)
         assert target.exists(connection) is True
         connection.commit()
@@ -306,27 +310,58 @@ def test_host_with_port_suffix_and_repr_without_password(pg: PgServer) -> None:
     assert f"database='{pg.database}'" in repr(secret)
 
 
-def test_psycopg2_is_used_when_it_is_the_driver_installed(pg: PgServer, monkeypatch) -> None:
+def test_psycopg2_is_the_driver_when_installed_as_in_luigi(pg: PgServer) -> None:
     psycopg2 = pytest.importorskip("psycopg2")
-    monkeypatch.setitem(sys.modules, "psycopg", None)
     assert postgres.driver().module is psycopg2
 
     assert luigi.build([Scores(day="d2")], local_scheduler=True) is True
+
+    assert pg.query(f"SELECT count(*) FROM {pg.schema}.scores") == [(4,)]
+
+
+def test_a_patched_psycopg2_connect_is_the_connection_the_target_uses() -> None:
+    pytest.importorskip("psycopg2")
+    target = postgres.PostgresTarget("db.example", "warehouse", "loader", "pw", "scores", "u-1", port=6543)
+
+    connect, answers = exists_through_patched_connect(target, "psycopg2.connect")
+
+    assert answers == [True, False]
+    connect.assert_called_with(
+        host="db.example", port=6543, database="warehouse", user="loader", password="pw"
+    )
+    query, params = last_query(connect)
+    assert query.startswith("SELECT 1 FROM table_updates") and params == ("u-1",)
+
+
+def test_a_patched_psycopg2_connect_receives_the_query_and_its_commit() -> None:
+    pytest.importorskip("psycopg2")
+
+    class Vacuum(postgres.PostgresQuery):
+        host, database, user, password, table = "db.example", "warehouse", "loader", "pw", "scores"
+        query = "VACUUM scores"
+
+    with mock.patch("psycopg2.connect") as connect:
+        connect.return_value.cursor.return_value.fetchone.return_value = None  # no marker row yet
+        assert luigi.build([Vacuum()], local_scheduler=True) is True
+
+    connection = connect.return_value
+    assert mock.call("VACUUM scores") in connection.cursor.return_value.execute.call_args_list
+    connection.commit.assert_called_once_with()
+
+
+def test_psycopg3_is_the_fallback_when_psycopg2_is_absent(pg: PgServer, monkeypatch, failures) -> None:
+    psycopg = pytest.importorskip("psycopg")
+    monkeypatch.setitem(sys.modules, "psycopg2", None)
+    assert postgres.driver().module is psycopg
+
+    assert luigi.build([Scores(day="d2")], local_scheduler=True) is True
     assert luigi.build([CountScores(day="d2")], local_scheduler=True) is True
+    assert luigi.build([BadValue(day="d")], local_scheduler=True) is False
 
     assert pg.query(f"SELECT count(*) FROM {pg.schema}.scores") == [(4,)]
     assert pg.query(f"SELECT n FROM {pg.schema}.score_count") == [(4,)]
     assert len(pg.markers()) == 2
-
-
-def test_psycopg2_failures_are_rolled_back_too(pg: PgServer, monkeypatch, failures) -> None:
-    pytest.importorskip("psycopg2")
-    monkeypatch.setitem(sys.modules, "psycopg", None)
-
-    assert luigi.build([BadValue(day="d")], local_scheduler=True) is False
-
     assert isinstance(_exceptions(failures)[0], TableCopyError)
-    assert not pg.table_exists("scores")
 
 
 def test_no_driver_installed_names_the_extra(monkeypatch) -> None:

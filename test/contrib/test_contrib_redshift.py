@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
+import traceback
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from helpers.pg_server import PgServer, ServerSettings, pg  # noqa: F401 - pg is a fixture
@@ -77,8 +80,8 @@ class LocalEvents(Events):
         return str(path)
 
     def copy(self, cursor, f: str) -> None:
-        with cursor.copy(f"COPY {self.table} (name, day) FROM STDIN") as copy:
-            copy.write(Path(f).read_bytes())
+        with open(f, "rb") as rows:  # psycopg2's cursor: the driver luigi.contrib.redshift uses, as Luigi
+            cursor.copy_expert(f"COPY {self.table} (name, day) FROM STDIN", rows)
 
     @property
     def queries(self) -> list[str]:
@@ -314,6 +317,24 @@ def test_redshift_query_runs_once_in_the_redshift_marker_table(rs: PgServer) -> 
     assert [marker[1] for marker in rs.markers()] == [f"{rs.schema}.counted"]
 
 
+def test_a_patched_psycopg2_connect_is_the_connection_a_redshift_query_uses() -> None:
+    pytest.importorskip("psycopg2")
+
+    class Analyze(redshift.RedshiftQuery):
+        host, database, user, password, table = "cluster.example", "dw", "loader", "pw", "events"
+        query = "ANALYZE events"
+        autocommit = True
+
+    with mock.patch("psycopg2.connect") as connect:
+        connect.return_value.cursor.return_value.fetchone.return_value = None  # no marker row yet
+        assert luigi.build([Analyze()], local_scheduler=True) is True
+
+    connect.assert_called_with(host="cluster.example", port=5439, database="dw", user="loader", password="pw")
+    connection = connect.return_value
+    assert connection.autocommit is True
+    assert mock.call("ANALYZE events") in connection.cursor.return_value.execute.call_args_list
+
+
 class KillSessions(ServerSettings, redshift.KillOpenRedshiftSessions):
     pass
 
@@ -385,6 +406,9 @@ def test_manifest_of_a_missing_bucket_fails_naming_it(s3_server: S3Server, failu
     assert luigi.build([task], local_scheduler=True) is False
 
     (error,) = [args[1] for _, args in failures]
-    assert missing in str(error)
-    assert s3_server.secret_key not in str(error)
+    assert error.response["Error"]["Code"] == "NoSuchBucket"  # botocore's error, as in Luigi
+    shown = "".join(traceback.format_exception(error))
+    if sys.version_info >= (3, 11):  # the note naming the bucket
+        assert f"bucket '{missing}' does not exist" in shown
+    assert s3_server.secret_key not in shown
     assert "Contents" not in s3_server.boto3_client().list_objects_v2(Bucket=bucket)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -16,6 +17,7 @@ import sqlalchemy
 from helpers.luigid import free_port
 from helpers.postgres import fresh_schema, require_postgres
 from helpers.services import require_module
+from sqlalchemy.engine import make_url
 
 import luigi
 from luigi.contrib.sqla import (
@@ -231,6 +233,26 @@ def test_a_schema_qualified_table_lands_in_that_schema(postgres_url):
     finally:
         _dispose_cached_engine(postgres_url)
         execute(postgres_url, "DROP SCHEMA sqla_reports CASCADE")
+
+
+@pytest.mark.parametrize(("hidden", "expected"), [("psycopg", "psycopg2"), ("psycopg2", "psycopg")])
+def test_a_plain_postgresql_url_uses_psycopg2_else_psycopg3(postgres_url, monkeypatch, hidden, expected):
+    pytest.importorskip(expected)
+    monkeypatch.setitem(sys.modules, hidden, None)  # only the other driver is installed
+    plain = make_url(postgres_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    try:
+        task = copy_task(plain)()
+
+        assert build(task).status == luigi.LuigiStatusCode.SUCCESS
+
+        engine = SQLAlchemyTarget(plain, "scores", "any").engine
+        assert engine.dialect.driver == expected
+        with engine.connect() as conn:
+            rows = conn.execute(sqlalchemy.text("SELECT name, value FROM scores ORDER BY value"))
+            assert [tuple(row) for row in rows] == ROWS
+        assert task.complete()
+    finally:
+        _dispose_cached_engine(plain)
 
 
 def test_copies_run_in_forked_worker_processes(postgres_url):

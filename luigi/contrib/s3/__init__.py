@@ -14,11 +14,6 @@ from luigi.contrib.s3.errors import (
     DeprecatedBotoClientException,
     FileNotFoundException,
     InvalidDeleteException,
-    S3AccessDeniedError,
-    S3AuthenticationError,
-    S3BucketNotFoundError,
-    S3ConnectionError,
-    S3Error,
 )
 from luigi.contrib.s3.files import AtomicS3File, ReadableS3File
 from luigi.contrib.s3.paths import S3_DIRECTORY_MARKER_SUFFIX_0, S3_DIRECTORY_MARKER_SUFFIX_1
@@ -39,14 +34,9 @@ __all__ = [
     "FileNotFoundException",
     "InvalidDeleteException",
     "ReadableS3File",
-    "S3AccessDeniedError",
-    "S3AuthenticationError",
-    "S3BucketNotFoundError",
     "S3Client",
-    "S3ConnectionError",
     "S3EmrTarget",
     "S3EmrTask",
-    "S3Error",
     "S3FlagTarget",
     "S3FlagTask",
     "S3PathTask",

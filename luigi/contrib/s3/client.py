@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import logging
-import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -14,14 +13,9 @@ from luigi.contrib.s3.connection import (
     ConnectionOptions,
     check_deprecated_arguments,
     read_s3_config,
-    shared_connection,
+    shared_resource,
 )
-from luigi.contrib.s3.errors import (
-    FileNotFoundException,
-    InvalidDeleteException,
-    S3Error,
-    translated_errors,
-)
+from luigi.contrib.s3.errors import FileNotFoundException, InvalidDeleteException, explained_errors
 from luigi.contrib.s3.files import ObjectHandle
 from luigi.contrib.s3.paths import (
     S3_DIRECTORY_MARKER_SUFFIX_0,
@@ -37,6 +31,18 @@ __all__ = ["S3Client"]
 logger = logging.getLogger("luigi-interface")
 
 _DELETE_BATCH = 1000  # the most keys one DeleteObjects request takes
+
+
+def _delete_failure(bucket: str, errors: list[dict[str, Any]]) -> Exception:
+    """botocore's ClientError for objects a DeleteObjects request left (it answers 200 even then)."""
+    from botocore.exceptions import ClientError
+
+    failed = errors[0]
+    message = (
+        f"{len(errors)} object(s) were not deleted, e.g. s3://{bucket}/{failed.get('Key')}: "
+        f"{failed.get('Message')}"
+    )
+    return ClientError({"Error": {"Code": str(failed.get("Code")), "Message": message}}, "DeleteObjects")
 
 
 def _status(exc: Exception) -> int | None:
@@ -87,7 +93,6 @@ class S3Client(FileSystem):
         }
         self._connection = ConnectionOptions.merge(read_s3_config(), overrides)
         self._resource: Any = None
-        self._resource_pid: int | None = None
 
     def __repr__(self) -> str:
         endpoint = self._connection.endpoint_url or "AWS"
@@ -97,29 +102,30 @@ class S3Client(FileSystem):
 
     @property
     def _client(self) -> Any:
-        if self._resource is not None and self._resource_pid is None:
-            return self._resource.meta.client  # a resource the user assigned to `s3`
-        return shared_connection(self._connection).client
+        """The low-level boto3 client: the resource's own, as in Luigi (thread-safe, unlike the resource)."""
+        return self.s3.meta.client
 
     @property
     def s3(self) -> Any:
-        """A boto3 S3 *resource* for this client's options (``s3.meta.client`` is the low-level client)."""
-        if self._resource is None or self._resource_pid not in (None, os.getpid()):
-            self._resource = shared_connection(self._connection).resource()
-            self._resource_pid = os.getpid()
-        return self._resource
+        """The boto3 S3 *resource*, made by ``boto3.resource("s3", ...)`` with this client's options.
+
+        Shared by the clients of this process with the same options (see `shared_resource`); one assigned
+        here is used instead.
+        """
+        if self._resource is not None:
+            return self._resource
+        return shared_resource(self._connection)
 
     @s3.setter
     def s3(self, resource: Any) -> None:
         self._resource = resource
-        self._resource_pid = None
 
     # -- queries ---------------------------------------------------------------------------------------
 
     def exists(self, path: str) -> bool:
         """True if ``path`` is an object or a directory (the root of an existing bucket counts)."""
         bucket, key = split_path(path)
-        with translated_errors("check", path):
+        with explained_errors("check", path):
             if is_root(key):
                 return self._bucket_exists(bucket)
             if not key.endswith("/") and self._object_exists(bucket, key):
@@ -132,7 +138,7 @@ class S3Client(FileSystem):
     def isdir(self, path: str) -> bool:
         """True if objects live below ``path`` or a directory marker says it is a directory."""
         bucket, key = split_path(path)
-        with translated_errors("check", path):
+        with explained_errors("check", path):
             if is_root(key):
                 return self._bucket_exists(bucket)
             return self._is_prefix(bucket, key)
@@ -142,7 +148,7 @@ class S3Client(FileSystem):
     def get_key(self, path: str) -> Any:
         """The boto3 ``ObjectSummary`` of the object at ``path``, or None when there is none."""
         bucket, key = split_path(path)
-        with translated_errors("check", path):
+        with explained_errors("check", path):
             if is_root(key) or not self._object_exists(bucket, key):
                 return None
         return self.s3.ObjectSummary(bucket, key)
@@ -179,13 +185,13 @@ class S3Client(FileSystem):
     def get(self, s3_path: str, destination_local_path: str) -> None:
         """Download the object at ``s3_path`` to a local file (written under a temporary name first)."""
         bucket, key = split_path(s3_path)
-        with translated_errors("download", s3_path):
+        with explained_errors("download", s3_path):
             self._client.download_file(bucket, key, destination_local_path)
 
     def get_as_bytes(self, s3_path: str) -> bytes:
         """The content of the object at ``s3_path``."""
         bucket, key = split_path(s3_path)
-        with translated_errors("read", s3_path):
+        with explained_errors("read", s3_path):
             body = self._client.get_object(Bucket=bucket, Key=key)["Body"]
             try:
                 return bytes(body.read())
@@ -208,7 +214,7 @@ class S3Client(FileSystem):
         check_deprecated_arguments(kwargs)
         bucket, key = split_path(destination_s3_path)
         body = content.encode("utf-8") if isinstance(content, str) else content
-        with translated_errors("write", destination_s3_path):
+        with explained_errors("write", destination_s3_path):
             self._client.put_object(Bucket=bucket, Key=key, Body=body, **kwargs)
 
     def put_multipart(
@@ -222,7 +228,7 @@ class S3Client(FileSystem):
         check_deprecated_arguments(kwargs)
         bucket, key = split_path(destination_s3_path)
         config = self._transfer_config(part_size)
-        with translated_errors("write", destination_s3_path), open(local_path, "rb") as source:
+        with explained_errors("write", destination_s3_path), open(local_path, "rb") as source:
             self._client.upload_fileobj(source, bucket, key, ExtraArgs=kwargs or None, Config=config)
 
     def mkdir(self, path: str, parents: bool = True, raise_if_exists: bool = False) -> None:
@@ -262,7 +268,7 @@ class S3Client(FileSystem):
         src_bucket, src_key = split_path(source_path)
         split_path(destination_path)  # reject a malformed destination before any request
         what = f"{source_path} to {destination_path}"
-        with translated_errors("copy", what):
+        with explained_errors("copy", what):
             is_directory = is_root(src_key) or src_key.endswith("/")
             size = None if is_directory else self._object_size(src_bucket, src_key)
             if size is not None:
@@ -290,7 +296,7 @@ class S3Client(FileSystem):
         bucket, key = split_path(path)
         if is_root(key):
             raise InvalidDeleteException(f"Cannot delete root of bucket at path {path}")
-        with translated_errors("remove", path):
+        with explained_errors("remove", path):
             if not key.endswith("/") and self._object_exists(bucket, key):
                 self._client.delete_object(Bucket=bucket, Key=key)
                 return True
@@ -326,7 +332,7 @@ class S3Client(FileSystem):
     def _object_handle(self, path: str) -> ObjectHandle:
         """A handle on the object at ``path`` for `ReadableS3File` (no request is made yet)."""
         bucket, key = split_path(path)
-        with translated_errors("read", path):
+        with explained_errors("read", path):
             return ObjectHandle(self._client, bucket, key)
 
     # -- requests ------------------------------------------------------------------------------------------
@@ -334,7 +340,7 @@ class S3Client(FileSystem):
     def _bucket_exists(self, bucket: str) -> bool:
         try:
             self._client.head_bucket(Bucket=bucket)
-        except Exception as exc:  # only a botocore 404 means "no bucket"; translated_errors maps the rest
+        except Exception as exc:  # only a botocore 404 means "no bucket"; the rest propagate
             if _status(exc) == 404:
                 return False
             if _status(exc) == 403:
@@ -382,7 +388,7 @@ class S3Client(FileSystem):
         bucket, key = split_path(path)
         prefix = add_path_delimiter(key)
         start, end = _as_utc(start_time), _as_utc(end_time)
-        with translated_errors("list", path):
+        with explained_errors("list", path):
             for item in self._objects(bucket, prefix):
                 if is_directory_marker(item["Key"]):
                     continue
@@ -395,11 +401,7 @@ class S3Client(FileSystem):
             answer = self._client.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})
             errors = answer.get("Errors") or []
             if errors:
-                failed = errors[0]
-                raise S3Error(
-                    f"Cannot remove {path}: {len(errors)} object(s) were not deleted, e.g. "
-                    f"s3://{bucket}/{failed.get('Key')} ({failed.get('Code')}: {failed.get('Message')})"
-                )
+                raise _delete_failure(bucket, errors)
 
     def _transfer_config(self, part_size: int) -> Any:
         transfer = require("boto3.s3.transfer", "s3", "luigi.contrib.s3")

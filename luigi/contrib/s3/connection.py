@@ -2,12 +2,15 @@
 
 Options fall into four groups: credentials (access key, secret, session token, or a role to assume),
 session options (profile, region), client options (endpoint URL, TLS), and botocore ``Config`` options
-(timeouts, retries, addressing style). boto3 clients are cached per process and option set: building one
-loads the service model, which costs far more than the requests a completion check makes.
+(timeouts, retries, addressing style). The resource is made with ``boto3.resource("s3", ...)`` as in
+Luigi, and cached per process and option set: building one loads the service model, which costs far more
+than the requests a completion check makes.
 """
 
 from __future__ import annotations
 
+import datetime
+import functools
 import hashlib
 import os
 import threading
@@ -19,7 +22,7 @@ from luigi import configuration
 from luigi.contrib.optional import require
 from luigi.contrib.s3.errors import DeprecatedBotoClientException
 
-__all__ = ["Connection", "ConnectionOptions", "read_s3_config", "shared_connection"]
+__all__ = ["ConnectionOptions", "build_resource", "read_s3_config", "shared_resource"]
 
 CREDENTIAL_KEYS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")
 ROLE_KEYS = ("aws_role_arn", "aws_role_session_name")
@@ -135,45 +138,33 @@ class ConnectionOptions:
             return f"profile {self.values['profile_name']}"
         return "the default AWS credential chain"
 
+    @functools.cached_property
     def cache_key(self) -> tuple[Any, ...]:
-        """Identifies an equivalent client in this process (objects such as a botocore Config by identity).
+        """Identifies equivalent options (objects such as a botocore Config by identity).
 
         Secrets enter the key only as digests, so the cache never holds them in the clear.
         """
         items = sorted({**self.values, **self.extra}.items())
-        return (os.getpid(), tuple((key, _cache_value(key, value)) for key, value in items))
+        return tuple((key, _cache_value(key, value)) for key, value in items)
 
-    def connect(self) -> Connection:
-        """A new boto3 session and S3 client for these options."""
-        boto3 = require("boto3", "s3", "luigi.contrib.s3")
-        session = self._session(boto3)
-        client_kwargs = self._client_kwargs()
-        return Connection(session, session.client("s3", **client_kwargs), client_kwargs)
-
-    def _session(self, boto3: Any) -> Any:
-        session_kwargs = {key: self.values[key] for key in SESSION_KEYS if self.values.get(key)}
-        credentials = {key: self.values[key] for key in CREDENTIAL_KEYS if self.values.get(key)}
-        role_arn, session_name = (self.values.get(key) for key in ROLE_KEYS)
-        if role_arn:
-            base = boto3.Session(**session_kwargs, **credentials)
-            return _assumed_role_session(boto3, base, role_arn, session_name or "luigi", self._sts_kwargs())
-        return boto3.Session(**session_kwargs, **credentials)
-
-    def _sts_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
-            key: self.values[key] for key in ("use_ssl", "verify") if key in self.values
-        }
-        if self.values.get("sts_endpoint_url"):
-            kwargs["endpoint_url"] = self.values["sts_endpoint_url"]
-        return kwargs
-
-    def _client_kwargs(self) -> dict[str, Any]:
-        kwargs = {key: self.values[key] for key in CLIENT_KEYS if key in self.values}
+    def resource_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``boto3.resource("s3", ...)`` besides the credentials."""
+        kwargs = {key: self.values[key] for key in ("region_name", *CLIENT_KEYS) if key in self.values}
         kwargs.update(self.extra)
         botocore_config = self._botocore_config()
         if botocore_config is not None:
             given = kwargs.get("config")
             kwargs["config"] = botocore_config if given is None else given.merge(botocore_config)
+        return kwargs
+
+    def sts_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``boto3.client("sts", ...)``: the configured key, region and TLS options."""
+        kwargs: dict[str, Any] = {key: self.values[key] for key in CREDENTIAL_KEYS if self.values.get(key)}
+        kwargs.update(
+            {key: self.values[key] for key in ("region_name", "use_ssl", "verify") if key in self.values}
+        )
+        if self.values.get("sts_endpoint_url"):
+            kwargs["endpoint_url"] = self.values["sts_endpoint_url"]
         return kwargs
 
     def _botocore_config(self) -> Any:
@@ -206,55 +197,82 @@ def _cache_value(key: str, value: Any) -> Any:
     return value
 
 
-def _assumed_role_session(boto3: Any, base: Any, role_arn: str, session_name: str, sts_kwargs: Any) -> Any:
-    """A boto3 session whose credentials come from assuming ``role_arn``, renewed before they expire."""
-    from botocore.credentials import RefreshableCredentials
-    from botocore.session import get_session
-
-    sts = base.client("sts", **sts_kwargs)
-
-    def fetch() -> dict[str, str]:
-        answer = sts.assume_role(RoleArn=role_arn, RoleSessionName=session_name)["Credentials"]
-        return {
-            "access_key": answer["AccessKeyId"],
-            "secret_key": answer["SecretAccessKey"],
-            "token": answer["SessionToken"],
-            "expiry_time": answer["Expiration"].isoformat(),
-        }
-
-    credentials = RefreshableCredentials.create_from_metadata(
-        metadata=fetch(), refresh_using=fetch, method="sts-assume-role"
-    )
-    botocore_session = get_session()
-    botocore_session._credentials = credentials  # botocore's documented-by-use hook for custom credentials
-    return boto3.Session(botocore_session=botocore_session, region_name=base.region_name)
-
-
 @dataclass(frozen=True)
-class Connection:
-    """A boto3 session and the S3 client made from it (thread-safe, unlike the resources made from it)."""
+class _Built:
+    """A boto3 S3 resource and, for assumed-role credentials, when they expire."""
 
-    session: Any
-    client: Any
-    client_kwargs: dict[str, Any]
-
-    def resource(self) -> Any:
-        """A new boto3 S3 resource with the same options (one per S3Client: resources are not thread-safe)."""
-        return self.session.resource("s3", **self.client_kwargs)
+    resource: Any
+    expires: datetime.datetime | None
 
 
-_connections: dict[tuple[Any, ...], Connection] = {}
-_connections_lock = threading.Lock()
+def build_resource(options: ConnectionOptions) -> _Built:
+    """A boto3 S3 resource for ``options``, made as Luigi makes it: ``boto3.resource("s3", ...)``.
+
+    Both ``boto3.resource`` and ``boto3.client`` are looked up here, so a test's ``mock.patch`` of either
+    takes effect. A ``profile_name`` needs a session of its own (``boto3.resource`` takes none).
+    """
+    boto3 = require("boto3", "s3", "luigi.contrib.s3")
+    credentials, expires = _credentials(boto3, options)
+    profile = options.values.get("profile_name")
+    factory = boto3.Session(profile_name=profile).resource if profile else boto3.resource
+    try:
+        resource = factory("s3", **credentials, **options.resource_kwargs())
+    except TypeError as exc:
+        if "got an unexpected keyword argument" not in str(exc):
+            raise
+        raise DeprecatedBotoClientException(
+            f"boto3 refused an option of S3Client or [s3]: {exc}; luigi.contrib.s3's docstring lists the "
+            "options it takes"
+        ) from None
+    return _Built(resource, expires)
 
 
-def shared_connection(options: ConnectionOptions) -> Connection:
-    """The connection for ``options`` in this process, made on first use and then reused."""
-    key = options.cache_key()
-    connection = _connections.get(key)
-    if connection is None:
-        with _connections_lock:
-            connection = _connections.get(key)
-            if connection is None:
-                connection = options.connect()
-                _connections[key] = connection
-    return connection
+def _credentials(boto3: Any, options: ConnectionOptions) -> tuple[dict[str, Any], datetime.datetime | None]:
+    """The three credential arguments of ``boto3.resource`` (None when unset), and their expiry if any.
+
+    With ``aws_role_arn`` they are the role's, from ``boto3.client("sts").assume_role(...)``.
+    """
+    role_arn, session_name = (options.values.get(key) for key in ROLE_KEYS)
+    if not role_arn:
+        return {key: options.values.get(key) for key in CREDENTIAL_KEYS}, None
+    sts = boto3.client("sts", **options.sts_kwargs())
+    answer = sts.assume_role(RoleArn=role_arn, RoleSessionName=session_name or "luigi")["Credentials"]
+    expiration = answer.get("Expiration")
+    credentials = {
+        "aws_access_key_id": answer.get("AccessKeyId"),
+        "aws_secret_access_key": answer.get("SecretAccessKey"),
+        "aws_session_token": answer.get("SessionToken"),
+    }
+    return credentials, expiration if isinstance(expiration, datetime.datetime) else None
+
+
+# Assumed-role credentials are renewed this long before they expire (botocore's own advisory margin).
+RENEW_BEFORE = datetime.timedelta(minutes=15)
+
+_resources: dict[tuple[Any, ...], _Built] = {}
+_resources_lock = threading.Lock()
+
+
+def shared_resource(options: ConnectionOptions) -> Any:
+    """The boto3 S3 resource for ``options`` in this process, built on first use and then reused.
+
+    Building one loads botocore's service model, which costs more than the requests of a completion
+    check. Sharing is safe: the service resource holds no per-object state (each ``Object(...)`` it
+    makes is new) and its client is thread-safe. The key holds the ``boto3.resource`` and
+    ``boto3.client`` in use, so a patched one gets a resource of its own; assumed-role credentials are
+    renewed by building again shortly before they expire.
+    """
+    boto3 = require("boto3", "s3", "luigi.contrib.s3")
+    key = (os.getpid(), boto3.resource, boto3.client, options.cache_key)
+    with _resources_lock:
+        built = _resources.get(key)
+        if built is None or _expiring(built):
+            built = build_resource(options)
+            _resources[key] = built
+    return built.resource
+
+
+def _expiring(built: _Built) -> bool:
+    if built.expires is None:
+        return False
+    return built.expires - RENEW_BEFORE <= datetime.datetime.now(datetime.timezone.utc)

@@ -1,12 +1,15 @@
-"""The errors S3 operations raise, and the one place botocore's exceptions become them.
+"""The errors S3 operations raise: Luigi's own few, and botocore's, explained.
 
-Every message names the s3:// path and what went wrong, and never carries a credential: the texts are
-built here from the error code, never from the request.
+A failed request raises botocore's exception itself, as Luigi does (a missing bucket is a ``ClientError``
+with code ``NoSuchBucket``, or the client's modelled ``NoSuchBucket``), so code written for Luigi catches
+it. `explained_errors` adds a note naming the s3:// path, the cause and the fix; the note never carries a
+credential: it is built here from the error code, never from the request.
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -17,12 +20,8 @@ __all__ = [
     "DeprecatedBotoClientException",
     "FileNotFoundException",
     "InvalidDeleteException",
-    "S3AccessDeniedError",
-    "S3AuthenticationError",
-    "S3BucketNotFoundError",
-    "S3ConnectionError",
-    "S3Error",
-    "translated_errors",
+    "explained_errors",
+    "is_missing_object",
 ]
 
 
@@ -36,26 +35,6 @@ class FileNotFoundException(FileSystemException, FileNotFoundError):
 
 class DeprecatedBotoClientException(Exception):
     """An argument of the old boto (v2) client that boto3 replaced; the message says what to use."""
-
-
-class S3Error(FileSystemException):
-    """An S3 request failed; the message names the s3:// path and the cause."""
-
-
-class S3BucketNotFoundError(S3Error):
-    """The bucket of the path does not exist."""
-
-
-class S3AuthenticationError(S3Error):
-    """The server rejected the credentials (unknown key id, wrong secret, bad or expired token, none)."""
-
-
-class S3AccessDeniedError(S3Error):
-    """The credentials are valid but not allowed to do this."""
-
-
-class S3ConnectionError(S3Error, ConnectionError):
-    """The S3 endpoint could not be reached."""
 
 
 _BUCKET_CODES = {"NoSuchBucket"}
@@ -75,46 +54,55 @@ def bucket_of(path: str) -> str:
     return rest.split("/", 1)[0]
 
 
-def _client_error(action: str, path: str, response: dict[str, Any]) -> S3Error | FileNotFoundException:
-    """The error for a ClientError's parsed response; HEAD answers carry only the HTTP status as code."""
+def _client_error_cause(response: dict[str, Any], path: str) -> str:
+    """What a ClientError's parsed response means; HEAD answers carry only the HTTP status as code."""
     error = response.get("Error", {})
     code = str(error.get("Code", ""))
     status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    prefix = f"Cannot {action} {path}"
     if code in _BUCKET_CODES:
-        bucket = error.get("BucketName") or bucket_of(path)
-        return S3BucketNotFoundError(f"{prefix}: bucket {bucket!r} does not exist")
+        return f"bucket {error.get('BucketName') or bucket_of(path)!r} does not exist"
     if code in _AUTH_CAUSES:
-        return S3AuthenticationError(f"{prefix}: {_AUTH_CAUSES[code]}")
+        return _AUTH_CAUSES[code]
     if code in ("NoSuchKey", "404") or status == 404:
-        return FileNotFoundException(f"{prefix}: no such object")
+        return "no such object"
     if code in ("AccessDenied", "403", "AllAccessDisabled") or status == 403:
-        return S3AccessDeniedError(f"{prefix}: access denied (the credentials lack permission, or are wrong)")
+        return "access denied (the credentials lack permission, or are wrong)"
     message = str(error.get("Message", "")).strip()
-    detail = f"{code}: {message}" if message else code or f"HTTP {status}"
-    return S3Error(f"{prefix}: the server answered {detail}")
+    return f"the server answered {code}: {message}" if message else f"the server answered {code or status}"
 
 
-def translate(action: str, path: str, exc: BaseException) -> BaseException:
-    """The S3Error (or FileNotFoundException) that stands for botocore's ``exc``, or ``exc`` itself."""
+def explain(action: str, path: str, exc: BaseException) -> str | None:
+    """``Cannot <action> <path>: <cause and fix>`` for a botocore error, None for any other error."""
     try:
         from botocore import exceptions as boto_errors
     except ImportError:  # no botocore, so `exc` cannot be one of its errors (it may say boto3 is missing)
-        return exc
+        return None
 
     prefix = f"Cannot {action} {path}"
     if isinstance(exc, boto_errors.ClientError):
-        return _client_error(action, path, exc.response)
+        return f"{prefix}: {_client_error_cause(exc.response, path)}"
     if isinstance(exc, boto_errors.NoCredentialsError):
-        return S3AuthenticationError(
+        return (
             f"{prefix}: no AWS credentials were found (set [s3] aws_access_key_id and "
             "aws_secret_access_key, or the AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY environment variables)"
         )
     if isinstance(exc, (boto_errors.EndpointConnectionError, boto_errors.ConnectTimeoutError)):
-        return S3ConnectionError(f"{prefix}: cannot connect to {_endpoint(exc)} ({_reason(exc)})")
+        return f"{prefix}: cannot connect to {_endpoint(exc)} ({_reason(exc)})"
     if isinstance(exc, (boto_errors.ReadTimeoutError, boto_errors.ConnectionClosedError)):
-        return S3ConnectionError(f"{prefix}: the connection to {_endpoint(exc)} failed ({_reason(exc)})")
-    return exc
+        return f"{prefix}: the connection to {_endpoint(exc)} failed ({_reason(exc)})"
+    return None
+
+
+def is_missing_object(exc: BaseException) -> bool:
+    """True for botocore's answer that an object does not exist (GET's NoSuchKey, HEAD's 404)."""
+    try:
+        from botocore.exceptions import ClientError
+    except ImportError:  # as in explain()
+        return False
+    return isinstance(exc, ClientError) and str(exc.response.get("Error", {}).get("Code")) in (
+        "NoSuchKey",
+        "404",
+    )
 
 
 def _endpoint(exc: BaseException) -> str:
@@ -137,13 +125,14 @@ def _reason(exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def translated_errors(action: str, path: str) -> Iterator[None]:
-    """Run the block, re-raising botocore failures as one S3Error naming ``path`` and the cause."""
+def explained_errors(action: str, path: str) -> Iterator[None]:
+    """Run the block; a botocore error leaving it is re-raised as itself, as in Luigi (so ``except
+    ClientError`` and ``except client.exceptions.NoSuchBucket`` catch it), with a note (Python 3.11+) naming
+    ``path``, the cause and the fix."""
     try:
         yield
-    except Exception as exc:  # every botocore error goes through translate(); the rest re-raise as they are
-        translated = translate(action, path, exc)
-        if translated is exc:
-            raise
-        translated.original = exc  # type: ignore[attr-defined]
-        raise translated from None
+    except Exception as exc:  # every error re-raises unchanged; only botocore's get a note
+        note = explain(action, path, exc)
+        if note is not None and sys.version_info >= (3, 11):
+            exc.add_note(note)
+        raise

@@ -10,7 +10,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from luigi.contrib.s3.errors import translated_errors
+from luigi.contrib.s3.errors import explained_errors
 from luigi.target import AtomicLocalFile
 
 if TYPE_CHECKING:
@@ -41,9 +41,9 @@ class _StreamingBodyAdaptor(io.RawIOBase):
 
 @dataclass(frozen=True)
 class ObjectHandle:
-    """The little of a boto3 ``Object`` that `ReadableS3File` needs, on the shared low-level client.
+    """The little of a boto3 ``Object`` that `ReadableS3File` needs, on the resource's low-level client.
 
-    Cheaper than a boto3 resource, which builds a client of its own.
+    Cheaper than an ``Object``, which loads its part of the resource model.
     """
 
     client: Any = field(repr=False)
@@ -64,7 +64,7 @@ class ReadableS3File(io.BufferedReader):
     def __init__(self, s3_key: Any) -> None:
         self.s3_key = s3_key
         path = f"s3://{s3_key.bucket_name}/{s3_key.key}"
-        with translated_errors("read", path):
+        with explained_errors("read", path):
             body = s3_key.get()["Body"]
         super().__init__(_StreamingBodyAdaptor(body))
 

@@ -7,6 +7,7 @@ import warnings
 from typing import Any
 
 from luigi.contrib.s3.client import S3Client
+from luigi.contrib.s3.errors import FileNotFoundException, is_missing_object
 from luigi.contrib.s3.files import AtomicS3File, ReadableS3File
 from luigi.contrib.s3.paths import split_path
 from luigi.format import Format, get_default_format
@@ -48,10 +49,19 @@ class S3Target(FileSystemTarget):
         """
         direction = mode.replace("b", "").replace("t", "")
         if direction == "r":
-            return self.format.pipe_reader(ReadableS3File(self.fs._object_handle(self.path)))
+            return self.format.pipe_reader(self._readable())
         if direction == "w":
             return self.format.pipe_writer(AtomicS3File(self.path, self.fs, **self.s3_options))
         raise ValueError(f"Unsupported open mode {mode!r} for S3Target {self.path}: use 'r' or 'w'")
+
+    def _readable(self) -> ReadableS3File:
+        """The object's content as it downloads; Luigi's FileNotFoundException when there is none."""
+        try:
+            return ReadableS3File(self.fs._object_handle(self.path))
+        except Exception as exc:  # only botocore's "no such object" is replaced; the rest propagate
+            if not is_missing_object(exc):
+                raise
+        raise FileNotFoundException(f"Could not find file at {self.path}")
 
 
 class S3FlagTarget(S3Target):
