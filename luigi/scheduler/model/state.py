@@ -69,6 +69,7 @@ class SchedulerState:
         self.dependents: dict[str, set[str]] = {}
         self.by_family: dict[str, set[str]] = {}
         self.by_batch: dict[str, set[str]] = {}
+        self.assistants: set[str] = set()  # ids of the known workers that declared themselves assistants
         self.ready = ReadyQueues(self._entry_is_valid)
         self.deadlines = Deadlines()
         self.to_recheck: set[str] = set()  # tasks the next prune checks for lost stakeholders or runner
@@ -104,8 +105,8 @@ class SchedulerState:
         return sorted((t for t in members if t.status == BATCH_RUNNING), key=rank_key)
 
     def assistant_ids(self) -> set[str]:
-        """Ids of the known workers that are assistants."""
-        return {worker.id for worker in self.workers.values() if worker.assistant}
+        """Ids of the known workers that are assistants (the index itself: read it, never change it)."""
+        return self.assistants
 
     # -- task life cycle -------------------------------------------------------------------------------
 
@@ -440,6 +441,7 @@ class SchedulerState:
         for task_id in list(worker.stake):
             self.remove_stakeholder(self.tasks[task_id], worker_id)
         del self.workers[worker_id]
+        self.assistants.discard(worker_id)
         self.mark_worker_changed(worker_id)
         self.ready.drop_owner(worker_id)
         # A running task may have lost its runner's stake, or its runner's assistant status.
@@ -458,7 +460,12 @@ class SchedulerState:
 
     def update_worker_info(self, worker_id: str, info: dict[str, Any]) -> None:
         """Merge facts about a worker (host, username, pid, workers, assistant, ...)."""
-        self.worker(worker_id).info.update(info)
+        worker = self.worker(worker_id)
+        worker.info.update(info)
+        if worker.assistant:
+            self.assistants.add(worker_id)
+        else:
+            self.assistants.discard(worker_id)
         self.mark_worker_changed(worker_id)
 
     def queue_worker_message(self, worker_id: str, name: str, **kwargs: Any) -> None:
@@ -545,6 +552,7 @@ class SchedulerState:
         self.ready = ReadyQueues(self._entry_is_valid)
         self.deadlines = Deadlines()
         self.kept_back = set()  # each removal time is filed again below; the next prune decides anew
+        self.assistants = {worker.id for worker in self.workers.values() if worker.assistant}
         self.disabled_version += 1
         for worker in self.workers.values():
             worker.tasks, worker.stake = set(), set()

@@ -11,9 +11,7 @@ prune and removed once nothing needs them or no assistant is left, so only they 
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Callable
 
 from luigi.scheduler.model.deadlines import REENABLE, REMOVE, RETRY
 from luigi.scheduler.model.records import TaskRecord
@@ -26,15 +24,12 @@ logger = logging.getLogger("luigi.scheduler")
 # Statuses in which a task (not disabled by the scheduler) asks nothing more of an assistant.
 SETTLED_STATUSES = frozenset({DONE, DISABLED, UNKNOWN})
 
-AssistantIds = Callable[[], set[str]]
-
 
 def prune(state: SchedulerState, rules: StatusRules) -> None:
     """Apply every disconnect, failure, retry, re-enable and removal that is due now."""
     now = state.clock()
     _expire_silent_workers(state, now)
-    # The assistants' ids, worked out at most once a prune and only when a decision needs them.
-    assistants: AssistantIds = functools.cache(state.assistant_ids)
+    assistants = state.assistant_ids()
     _check_changed_tasks(state, rules, now, assistants)
     _release_kept_back(state, now, assistants)
     _apply_due_reminders(state, rules, now, assistants)
@@ -57,9 +52,7 @@ def _expire_silent_workers(state: SchedulerState, now: float) -> None:
         state.deadlines.remind_worker(when, worker_id, started)
 
 
-def _check_changed_tasks(
-    state: SchedulerState, rules: StatusRules, now: float, assistants: AssistantIds
-) -> None:
+def _check_changed_tasks(state: SchedulerState, rules: StatusRules, now: float, assistants: set[str]) -> None:
     """Fail tasks whose runner left; give tasks nobody wants any more a removal time."""
     if not state.to_recheck:
         return
@@ -69,7 +62,7 @@ def _check_changed_tasks(
         if task is None:
             continue
         if task.status in ACTIVE_RUN_STATUSES:
-            rules.fail_if_runner_lost(task, assistants())
+            rules.fail_if_runner_lost(task, assistants)
         if not task.stakeholders and task.remove is None and task.status != RUNNING:
             logger.debug(
                 "Task %r has no stakeholders anymore -> might remove task in %s seconds",
@@ -79,7 +72,7 @@ def _check_changed_tasks(
             state.set_removal(task, now + state.config.remove_delay)
 
 
-def _release_kept_back(state: SchedulerState, now: float, assistants: AssistantIds) -> None:
+def _release_kept_back(state: SchedulerState, now: float, assistants: set[str]) -> None:
     """Remove the tasks kept back at earlier prunes that no assistant needs any more."""
     if not state.kept_back:
         return
@@ -87,7 +80,7 @@ def _release_kept_back(state: SchedulerState, now: float, assistants: AssistantI
         task = state.tasks.get(task_id)
         if task is None or task.remove is None or task.remove > now:
             state.kept_back.discard(task_id)  # wanted again (a later removal time has its own reminder)
-        elif not (assistants() and _needed_by_assistants(state, task)):
+        elif not (assistants and _needed_by_assistants(state, task)):
             _remove(state, task)
 
 
@@ -108,9 +101,7 @@ def _remove(state: SchedulerState, task: TaskRecord) -> None:
     state.remove_task(task)
 
 
-def _apply_due_reminders(
-    state: SchedulerState, rules: StatusRules, now: float, assistants: AssistantIds
-) -> None:
+def _apply_due_reminders(state: SchedulerState, rules: StatusRules, now: float, assistants: set[str]) -> None:
     config = state.config
     not_yet: list[tuple[float, str, str, float]] = []
     for kind, task_id, stamp in state.deadlines.due_tasks(now):
@@ -128,7 +119,7 @@ def _apply_due_reminders(
             else:
                 not_yet.append((stamp, kind, task_id, stamp))
         elif kind == REMOVE and task.remove == stamp:
-            if assistants() and _needed_by_assistants(state, task):
+            if assistants and _needed_by_assistants(state, task):
                 logger.debug("Keeping task %r past its removal time: an assistant may need it", task.id)
                 state.kept_back.add(task.id)
             else:
