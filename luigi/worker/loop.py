@@ -24,12 +24,11 @@ from types import FrameType
 from typing import Any
 
 from luigi import notifications
-from luigi.parameter import ParameterException
 from luigi.rpc import RemoteScheduler, RPCError
 from luigi.rpc.retry import checked_ride_out
 from luigi.scheduler_api import SchedulerAPI
 from luigi.task import Task
-from luigi.task_register import TaskClassException, load_task
+from luigi.task_register import load_task
 from luigi.task_status import DONE, FAILED, RUNNING
 from luigi.worker import identity, process_tree
 from luigi.worker.config import EXECUTOR_DASK, dask, worker
@@ -59,8 +58,10 @@ logger = logging.getLogger("luigi-interface")
 # json.dumps(expl, default=str) without building an encoder for every outcome.
 _EXPL_ENCODER = json.JSONEncoder(default=str)
 
-# What building a task from its family and serialized parameters may raise (unknown family, bad value).
-_TASK_LOAD_ERRORS = (TaskClassException, ParameterException, ImportError, ValueError, TypeError)
+# Building a task from the module, family and parameters another process sent runs users' code (the
+# module's import, parameter parsing, the task's __init__): whatever that raises (an unknown family, a
+# module that does not import, a bad value) fails that task instead of stopping the worker.
+_TASK_LOAD_ERRORS = (Exception,)
 
 
 def _progress_enabled() -> bool:
@@ -459,15 +460,14 @@ class Worker:
         grant.task_id = task.task_id
 
     def _handle_task_load_error(self, task_ids: list[str]) -> None:
-        """Fail tasks we were granted but cannot build (called while handling the error)."""
+        """Fail tasks we were granted but cannot build (called while handling the error), explained by the
+        traceback's text."""
         message = f"Cannot find task(s) sent by scheduler: {', '.join(task_ids)}"
         logger.exception(message)
         self.run_succeeded = False
         expl = notifications.wrap_traceback(traceback.format_exc())
         for task_id in task_ids:
-            self._add_task(
-                worker=self._id, task_id=task_id, status=FAILED, runnable=False, expl=json.dumps(expl)
-            )
+            self._add_task(worker=self._id, task_id=task_id, status=FAILED, runnable=False, expl=expl)
         if self._config.send_failure_email:
             notifications.send_error_email(f"Luigi: {message}", expl)
 

@@ -7,6 +7,8 @@ durable store (``mark_changed`` and its kin) happens here and nowhere else.
 
 Two different notes are kept: ``to_recheck`` (``recheck``) lists tasks the next prune looks at for a
 lost runner or lost stakeholders; ``changes`` (``mark_changed``) lists records the next flush writes.
+A third set, ``kept_back``, lists tasks past their removal time that prune spared while an assistant was
+connected (``rules.pruning``); like the deadlines it is rebuilt from the records, never saved.
 
 Luigi's names for all this (``get_task``, ``_metrics_collector``, a task's ``failures``, ...) are views in
 ``luigi_names``; the writes they allow come back here.
@@ -73,9 +75,11 @@ class SchedulerState(LuigiStateNames):
         self.dependents: dict[str, set[str]] = {}
         self.by_family: dict[str, set[str]] = {}
         self.by_batch: dict[str, set[str]] = {}
+        self.assistants: set[str] = set()  # ids of the known workers that declared themselves assistants
         self.ready = ReadyQueues(self._entry_is_valid)
         self.deadlines = Deadlines()
         self.to_recheck: set[str] = set()  # tasks the next prune checks for lost stakeholders or runner
+        self.kept_back: set[str] = set()  # past their removal time, kept for an assistant (rules.pruning)
         self.disabled_version = 0  # bumps when the set of tasks with a DISABLED upstream may change
         self.changes: ChangeSet | None = None  # records to persist at the next flush; None: no store
         self.metrics: MetricsCollector = NoMetricsCollector()  # told of transitions by the rules (not state)
@@ -104,8 +108,8 @@ class SchedulerState(LuigiStateNames):
         return sorted((t for t in members if t.status == BATCH_RUNNING), key=rank_key)
 
     def assistant_ids(self) -> set[str]:
-        """Ids of the known workers that are assistants."""
-        return {worker.id for worker in self.workers.values() if worker.assistant}
+        """Ids of the known workers that are assistants (the index itself: read it, never change it)."""
+        return self.assistants
 
     # -- task life cycle -------------------------------------------------------------------------------
 
@@ -176,6 +180,7 @@ class SchedulerState(LuigiStateNames):
                 worker.stake.discard(task.id)
         self._unlink_deps(task, task.deps)
         self.set_batch_id(task, None)
+        self.kept_back.discard(task.id)
         self._discard_from(self.by_family, task.family, task.id)
         del self.by_status[task.status][task.id]
         del self.tasks[task.id]
@@ -455,6 +460,7 @@ class SchedulerState(LuigiStateNames):
         for task_id in list(worker.stake):
             self.remove_stakeholder(self.tasks[task_id], worker_id)
         del self.workers[worker_id]
+        self.assistants.discard(worker_id)
         self.mark_worker_changed(worker_id)
         self.ready.drop_owner(worker_id)
         # A running task may have lost its runner's stake, or its runner's assistant status.
@@ -473,7 +479,12 @@ class SchedulerState(LuigiStateNames):
 
     def update_worker_info(self, worker_id: str, info: dict[str, Any]) -> None:
         """Merge facts about a worker (host, username, pid, workers, assistant, ...)."""
-        self.worker(worker_id).info.update(info)
+        worker = self.worker(worker_id)
+        worker.info.update(info)
+        if worker.assistant:
+            self.assistants.add(worker_id)
+        else:
+            self.assistants.discard(worker_id)
         self.mark_worker_changed(worker_id)
 
     def queue_worker_message(self, worker_id: str, name: str, **kwargs: Any) -> None:
@@ -559,6 +570,8 @@ class SchedulerState(LuigiStateNames):
         self.dependents, self.by_family, self.by_batch = {}, {}, {}
         self.ready = ReadyQueues(self._entry_is_valid)
         self.deadlines = Deadlines()
+        self.kept_back = set()  # each removal time is filed again below; the next prune decides anew
+        self.assistants = {worker.id for worker in self.workers.values() if worker.assistant}
         self.disabled_version += 1
         for worker in self.workers.values():
             worker.tasks, worker.stake = set(), set()
