@@ -251,7 +251,7 @@ class Task(metaclass=Register):
     # -- parameters ------------------------------------------------------------------------------------
 
     @classmethod
-    def get_params(cls) -> list[tuple[str, Parameter]]:
+    def get_params(cls) -> list[tuple[str, Parameter[Any]]]:
         """Every (name, Parameter) of the class, including inherited ones, in declaration order."""
         cached = Register._params_cache.get(cls)
         if cached is None:
@@ -259,8 +259,8 @@ class Task(metaclass=Register):
         return list(cached)
 
     @classmethod
-    def _collect_params(cls) -> list[tuple[str, Parameter]]:
-        found: dict[str, Parameter] = {}
+    def _collect_params(cls) -> list[tuple[str, Parameter[Any]]]:
+        found: dict[str, Parameter[Any]] = {}
         for klass in reversed(cls.__mro__):
             for name, value in list(vars(klass).items()):
                 if isinstance(value, Parameter):
@@ -276,7 +276,7 @@ class Task(metaclass=Register):
 
     @classmethod
     def get_param_values(
-        cls, params: list[tuple[str, Parameter]], args: Sequence[Any], kwargs: dict[str, Any]
+        cls, params: list[tuple[str, Parameter[Any]]], args: Sequence[Any], kwargs: dict[str, Any]
     ) -> list[tuple[str, Any]]:
         """Resolve every parameter: positional args, then kwargs, then CLI/config/default; all normalized.
 
@@ -299,8 +299,8 @@ class Task(metaclass=Register):
     @classmethod
     def _values_from_arguments(
         cls,
-        params: list[tuple[str, Parameter]],
-        params_by_name: dict[str, Parameter],
+        params: list[tuple[str, Parameter[Any]]],
+        params_by_name: dict[str, Parameter[Any]],
         args: Sequence[Any],
         kwargs: dict[str, Any],
         described: _CallDescription,
@@ -327,7 +327,9 @@ class Task(metaclass=Register):
         return result
 
     @staticmethod
-    def _value_from_outside(param: Parameter, family: str, name: str, described: _CallDescription) -> Any:
+    def _value_from_outside(
+        param: Parameter[Any], family: str, name: str, described: _CallDescription
+    ) -> Any:
         """The value from the command line, config or default (the parameter knows the order)."""
         try:
             return param.task_value(family, name)
@@ -340,7 +342,7 @@ class Task(metaclass=Register):
             raise ValueError(f"{described}: Error when parsing the default value of '{name}'") from exc
 
     @classmethod
-    def _warn_unconsumed_config(cls, family: str, params_by_name: dict[str, Parameter]) -> None:
+    def _warn_unconsumed_config(cls, family: str, params_by_name: dict[str, Parameter[Any]]) -> None:
         """One UnconsumedParameterWarning per ``[Family]`` key that matches no parameter."""
         conf: Any = configuration.get_config()
         if not conf.has_section(family):
@@ -683,7 +685,7 @@ class _CallDescription:
         return f"{self.family}[args={tuple(self.args)}, kwargs={self.kwargs}]"
 
 
-def _bind_parameter(klass: type, name: str, param: Parameter) -> Parameter:
+def _bind_parameter(klass: type, name: str, param: Parameter[Any]) -> Parameter[Any]:
     """``param`` ready to store its value under ``name``.
 
     A Parameter keeps values under the one attribute name it was bound to. One attached with setattr after

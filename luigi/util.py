@@ -143,7 +143,7 @@ def _shift_months(day: datetime.date, months: int) -> datetime.date:
     return day.replace(year=index // 12, month=index % 12 + 1)
 
 
-_TIME_UNITS: list[tuple[type[parameter.Parameter], datetime.timedelta]] = [
+_TIME_UNITS: list[tuple[type[parameter.Parameter[Any]], datetime.timedelta]] = [
     (parameter.DateSecondParameter, datetime.timedelta(seconds=1)),
     (parameter.DateMinuteParameter, datetime.timedelta(minutes=1)),
     (parameter.DateHourParameter, datetime.timedelta(hours=1)),
@@ -151,7 +151,7 @@ _TIME_UNITS: list[tuple[type[parameter.Parameter], datetime.timedelta]] = [
 ]
 
 
-def _step_back(param: parameter.Parameter, value: Any) -> Any:
+def _step_back(param: parameter.Parameter[Any], value: Any) -> Any:
     """``value`` one period earlier, or NotImplemented when ``param`` is not date-like."""
     if isinstance(param, parameter.DateIntervalParameter):
         return value.prev()
