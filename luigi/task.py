@@ -16,9 +16,9 @@ import traceback
 import warnings
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 from luigi import configuration
 from luigi.parameter import (
@@ -40,6 +40,9 @@ from luigi.task_register import (
     take_resolved_param_values,
 )
 
+if TYPE_CHECKING:
+    from luigi.target import Target
+
 __all__ = [
     "BulkCompleteNotImplementedError",
     "Config",
@@ -60,6 +63,13 @@ __all__ = [
     "load_task",
     "namespace",
     "task_id_str",
+]
+
+# What requires() and output() may return: one task (target), or lists, tuples, generators and dicts of
+# them, nested. The containers are the read-only ABCs so that an override returning list[MyTask] fits.
+TaskStructure: TypeAlias = Union["Task", Iterable["TaskStructure"], Mapping[Any, "TaskStructure"], None]
+TargetStructure: TypeAlias = Union[
+    "Target", Iterable["TargetStructure"], Mapping[Any, "TargetStructure"], None
 ]
 
 logger = logging.getLogger("luigi-interface")
@@ -454,7 +464,7 @@ class Task(metaclass=Register):
 
     # -- what users override ---------------------------------------------------------------------------
 
-    def requires(self) -> Any:
+    def requires(self) -> TaskStructure:
         """The tasks this one depends on: a task, or a list, tuple, dict or generator of tasks."""
         return []
 
@@ -466,12 +476,16 @@ class Task(metaclass=Register):
         """The flattened list of tasks this one depends on."""
         return flatten(self._requires())
 
-    def output(self) -> Any:
+    def output(self) -> TargetStructure:
         """The targets this task produces: a target or a structure of targets."""
         return []
 
     def input(self) -> Any:
-        """The outputs of ``requires()``, in the same structure."""
+        """The outputs of ``requires()``, in the same structure.
+
+        Typed Any on purpose: its shape follows each subclass's ``requires()``, which no annotation here can
+        follow, and users index it freely (``self.input()["raw"].open()``).
+        """
         return getpaths(self.requires())
 
     def complete(self) -> bool:

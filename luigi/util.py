@@ -98,7 +98,8 @@ class copies:
         decorated = self.requires_decorator(task_that_copies)
 
         def run(_self: task.Task) -> None:
-            source, destination = _self.input(), _self.output()
+            destination: Any = _self.output()  # a single target with open(), as copying needs
+            source = _self.input()
             with source.open("r") as reader, destination.open("w") as writer:
                 for line in reader:
                     writer.write(line)
