@@ -53,7 +53,7 @@ class _Flag:
     dest: str
     family: str
     param_name: str
-    param: Parameter
+    param: Parameter[Any]
 
 
 class CmdlineParser:

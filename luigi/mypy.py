@@ -10,13 +10,14 @@ Then, for ``class Report(luigi.Task)`` declaring ``day = luigi.DateParameter()``
 call to ``__init__(self, day: date, copies: int = ...)``: a missing ``day``, a ``copies="2"`` or an unknown
 keyword is reported. Parameters are inherited along the class hierarchy.
 
-An argument's type is the annotation when there is one (``size: int = luigi.IntParameter()``: calling a
-parameter class is typed ``Any``, so that assignment is accepted). Otherwise it comes from the parameter
-class: ``Parameter`` -> ``str``, ``IntParameter`` -> ``int``, ``DateParameter`` -> ``date``, ...;
-``Optional*`` adds ``| None``; classes whose values vary give ``Any``. A ``default`` (or
-``BoolParameter``'s implicit ``False``) makes the argument optional; ``positional=False`` makes it
-keyword-only. A class with its own ``__init__`` keeps it; a decorated class (``@requires``,
-``@inherits``, which add parameters at run time) also accepts further arguments.
+An argument's type is the parameter's value type, the one ``self.day`` has (what ``Parameter.__get__``
+returns on an instance: ``IntParameter`` -> ``int``, ``OptionalIntParameter`` -> ``int | None``,
+``EnumParameter(enum=Color)`` -> ``Color``, ...), widened to what the parameter turns into that value: any
+sequence where the value is a tuple, a string where it is a path. An annotation that names the value
+(``size: int = luigi.IntParameter()``) wins, and that assignment is accepted. A ``default`` (or the
+implicit one of ``BoolParameter`` and the ``Optional*`` classes) makes the argument optional;
+``positional=False`` makes it keyword-only. A class with its own ``__init__`` keeps it; a decorated class
+(``@requires``, ``@inherits``, which add parameters at run time) also accepts further arguments.
 """
 
 from __future__ import annotations
@@ -24,6 +25,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+# mypy.types first: importing mypy.expandtype or mypy.maptype before it is an import cycle inside mypy
+# (harmless while mypy runs the plugin, an error for a plain `import luigi.mypy`).
+from mypy.types import (
+    AnyType,
+    CallableType,
+    Instance,
+    NoneType,
+    Overloaded,
+    PlaceholderType,
+    Type,
+    TypeOfAny,
+    UnionType,
+    get_proper_type,
+)
+
+# isort: split
+from mypy.expandtype import expand_type_by_instance
+from mypy.maptype import map_instance_to_supertype
 from mypy.nodes import (
     ARG_NAMED,
     ARG_NAMED_OPT,
@@ -34,62 +53,31 @@ from mypy.nodes import (
     Argument,
     AssignmentStmt,
     CallExpr,
+    CastExpr,
     Expression,
+    FloatExpr,
+    IntExpr,
+    ListExpr,
     NameExpr,
     RefExpr,
+    SetExpr,
+    StrExpr,
+    TupleExpr,
     TypeInfo,
     Var,
 )
-from mypy.plugin import ClassDefContext, FunctionContext, Plugin, SemanticAnalyzerPluginInterface
+from mypy.plugin import ClassDefContext, Plugin, SemanticAnalyzerPluginInterface
 from mypy.plugins.common import add_method_to_class, deserialize_and_fixup_type
-from mypy.types import (
-    AnyType,
-    Instance,
-    NoneType,
-    PlaceholderType,
-    Type,
-    TypeOfAny,
-    UnionType,
-    get_proper_type,
-)
 
 __all__ = ["TaskPlugin", "plugin"]
 
 TASK_FULLNAME = "luigi.task.Task"
 METADATA_KEY = "luigi"
-OPTIONAL_MIXIN = "OptionalParameterMixin"
-
-# The value type of each parameter class, by class name; a subclass takes the first match along its MRO.
-VALUE_TYPES: dict[str, str] = {
-    "Parameter": "builtins.str",
-    "StrParameter": "builtins.str",
-    "IntParameter": "builtins.int",
-    "FloatParameter": "builtins.float",
-    "BoolParameter": "builtins.bool",
-    "DateParameter": "datetime.date",
-    "MonthParameter": "datetime.date",
-    "YearParameter": "datetime.date",
-    "DateHourParameter": "datetime.datetime",
-    "DateMinuteParameter": "datetime.datetime",
-    "DateSecondParameter": "datetime.datetime",
-    "TimeDeltaParameter": "datetime.timedelta",
-    "DateIntervalParameter": "luigi.date_interval.DateInterval",
-}
-# Parameter classes whose values are too varied to name (lists, dicts, task classes, choices, ...).
-ANY_VALUED = frozenset(
-    {
-        "ListParameter",
-        "TupleParameter",
-        "DictParameter",
-        "TaskParameter",
-        "ChoiceParameter",
-        "ChoiceListParameter",
-        "NumericalParameter",
-        "PathParameter",
-        "EnumListParameter",
-    }
-)
-IMPLICIT_DEFAULT = frozenset({"BoolParameter"})
+# Parameter classes whose constructor supplies a default when none is given (False, None).
+IMPLICIT_DEFAULT = frozenset({"BoolParameter", "OptionalParameterMixin"})
+# Keywords that fix the value type of a generic parameter class, in the order they are looked at.
+TYPE_KEYWORDS = ("enum", "choices", "var_type")
+LITERAL_TYPES = {StrExpr: "builtins.str", IntExpr: "builtins.int", FloatExpr: "builtins.float"}
 
 
 @dataclass(frozen=True)
@@ -130,17 +118,6 @@ class TaskPlugin(Plugin):
             return _transform_task_class
         return None
 
-    def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
-        """Calling a parameter class gives Any, so that ``size: int = luigi.IntParameter()`` is accepted."""
-        symbol = self.lookup_fully_qualified(fullname)
-        if symbol is not None and isinstance(symbol.node, TypeInfo) and _is_parameter_class(symbol.node):
-            return _parameter_value
-        return None
-
-
-def _parameter_value(ctx: FunctionContext) -> Type:
-    return AnyType(TypeOfAny.unannotated)
-
 
 def _is_task(info: TypeInfo) -> bool:
     return any(base.fullname == TASK_FULLNAME for base in info.mro)
@@ -180,14 +157,36 @@ def _own_fields(ctx: ClassDefContext) -> dict[str, TaskParameterField]:
         if not isinstance(statement, AssignmentStmt) or len(statement.lvalues) != 1:
             continue
         target, value = statement.lvalues[0], statement.rvalue
+        if isinstance(value, CastExpr):  # wrapped by an earlier pass over this class (see below)
+            value = value.expr
         if not isinstance(target, NameExpr) or not isinstance(value, CallExpr):
             continue
         parameter_class = _parameter_class(value.callee)
         if parameter_class is not None:
             field = _field(target.name, parameter_class, value, ctx.api)
-            declared = _declared_type(statement)
-            fields[target.name] = field if declared is None else replace(field, type=declared)
+            fields[target.name] = _with_declared_type(statement, value, field, ctx.api)
     return fields
+
+
+def _with_declared_type(
+    statement: AssignmentStmt, call: CallExpr, field: TaskParameterField, api: SemanticAnalyzerPluginInterface
+) -> TaskParameterField:
+    """The field as the annotation of ``name: T = SomeParameter(...)`` says, if it has one.
+
+    An annotation naming a parameter type (``start: Parameter[Any] = ...``) gives that parameter's value
+    type. One naming the value (``size: int = IntParameter()``) is the argument's type, and the call is
+    read as that type, so that mypy accepts the assignment.
+    """
+    declared = _declared_type(statement)
+    if declared is None:
+        return field
+    proper = get_proper_type(declared)
+    if isinstance(proper, Instance) and _is_parameter_class(proper.type):
+        return replace(field, type=_accepted_type(_descriptor_value(proper), api))
+    wrapped = CastExpr(call, declared)
+    wrapped.set_line(call)
+    statement.rvalue = wrapped
+    return replace(field, type=declared)
 
 
 def _declared_type(statement: AssignmentStmt) -> Type | None:
@@ -221,29 +220,76 @@ def _field(
     positional_arg = keywords.get("positional")
     if isinstance(positional_arg, NameExpr) and positional_arg.fullname == "builtins.False":
         positional = False
-    return TaskParameterField(name, _value_type(parameter_class, keywords, api), has_default, positional)
+    parameter = Instance(parameter_class, _type_arguments(parameter_class, keywords, api))
+    value = _accepted_type(_descriptor_value(parameter), api)
+    return TaskParameterField(name, value, has_default, positional)
 
 
-def _value_type(
+def _type_arguments(
     parameter_class: TypeInfo, keywords: dict[str, Expression], api: SemanticAnalyzerPluginInterface
-) -> Type:
-    """The type of the values a parameter class takes (``X | None`` for the Optional* classes)."""
-    value: Type = AnyType(TypeOfAny.unannotated)
-    for base in parameter_class.mro:
-        if base.name in ANY_VALUED:
-            break
-        if base.name == "EnumParameter":
-            enum_class = keywords.get("enum")
-            if isinstance(enum_class, RefExpr) and isinstance(enum_class.node, TypeInfo):
-                value = Instance(enum_class.node, [])
-            break
-        if base.name in VALUE_TYPES:
-            named = api.named_type_or_none(VALUE_TYPES[base.name], [])
-            value = named if named is not None else value
-            break
-    optional = any(base.name == OPTIONAL_MIXIN for base in parameter_class.mro)
-    optional = optional or parameter_class.name.startswith("Optional")
-    return UnionType([value, NoneType()]) if optional and not isinstance(value, AnyType) else value
+) -> list[Type]:
+    """The type arguments of a call to a generic parameter class, as far as its arguments show them.
+
+    Each generic parameter class has one type variable, its value (or item) type, fixed by ``enum=``,
+    ``choices=`` or ``var_type=``; a class given none of them has its variable's default (``str`` for
+    ``Parameter``), and one given a value whose type cannot be read here has Any.
+    """
+    type_vars = parameter_class.defn.type_vars
+    if not type_vars:
+        return []
+    given = [keywords[keyword] for keyword in TYPE_KEYWORDS if keyword in keywords]
+    if given:
+        first: Type = _expression_type(given[0], api)
+    elif type_vars[0].has_default():
+        first = type_vars[0].default
+    else:
+        first = AnyType(TypeOfAny.unannotated)
+    return [first] + [AnyType(TypeOfAny.unannotated)] * (len(type_vars) - 1)
+
+
+def _expression_type(expression: Expression, api: SemanticAnalyzerPluginInterface) -> Type:
+    """The type an ``enum=``/``var_type=`` class makes, or the type of a ``choices=`` literal's items."""
+    if isinstance(expression, RefExpr) and isinstance(expression.node, TypeInfo):
+        info = expression.node
+        return Instance(info, [AnyType(TypeOfAny.unannotated)] * len(info.defn.type_vars))
+    if isinstance(expression, (ListExpr, TupleExpr, SetExpr)):
+        names = {LITERAL_TYPES.get(type(item)) for item in expression.items}
+        name = names.pop() if len(names) == 1 else None
+        named = api.named_type_or_none(name, []) if name is not None else None
+        if named is not None:
+            return named
+    return AnyType(TypeOfAny.unannotated)
+
+
+def _descriptor_value(parameter: Instance) -> Type:
+    """What the parameter gives when read on a task: the return type of ``__get__`` for an instance."""
+    getter = parameter.type.get_method("__get__")
+    signature = get_proper_type(getter.type) if getter is not None else None
+    items = [signature] if isinstance(signature, CallableType) else []
+    items = signature.items if isinstance(signature, Overloaded) else items
+    for item in items:
+        read_on_instance = len(item.arg_types) > 1 and not isinstance(
+            get_proper_type(item.arg_types[1]), NoneType
+        )
+        if getter is not None and read_on_instance:
+            owner = map_instance_to_supertype(parameter, getter.info)
+            return expand_type_by_instance(item.ret_type, owner)
+    return AnyType(TypeOfAny.unannotated)
+
+
+def _accepted_type(value: Type, api: SemanticAnalyzerPluginInterface) -> Type:
+    """What a constructor takes for a value of type ``value``: a tuple's values may come as any sequence
+    (the parameter makes it a tuple), a path's as a string too."""
+    proper = get_proper_type(value)
+    if isinstance(proper, UnionType):
+        return UnionType([_accepted_type(item, api) for item in proper.items])
+    if isinstance(proper, Instance) and proper.type.fullname == "builtins.tuple":
+        sequence = api.named_type_or_none("typing.Sequence", list(proper.args))
+        return value if sequence is None else sequence
+    if isinstance(proper, Instance) and proper.type.fullname == "pathlib.Path":
+        text = api.named_type_or_none("os.PathLike", [api.named_type("builtins.str")])
+        return value if text is None else UnionType([api.named_type("builtins.str"), text])
+    return value
 
 
 def _init_arguments(fields: list[TaskParameterField], open_ended: bool) -> list[Argument]:

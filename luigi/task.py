@@ -16,9 +16,9 @@ import traceback
 import warnings
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 from luigi import configuration
 from luigi.parameter import (
@@ -40,6 +40,9 @@ from luigi.task_register import (
     take_resolved_param_values,
 )
 
+if TYPE_CHECKING:
+    from luigi.target import Target
+
 __all__ = [
     "BulkCompleteNotImplementedError",
     "Config",
@@ -60,6 +63,13 @@ __all__ = [
     "load_task",
     "namespace",
     "task_id_str",
+]
+
+# What requires() and output() may return: one task (target), or lists, tuples, generators and dicts of
+# them, nested. The containers are the read-only ABCs so that an override returning list[MyTask] fits.
+TaskStructure: TypeAlias = Union["Task", Iterable["TaskStructure"], Mapping[Any, "TaskStructure"], None]
+TargetStructure: TypeAlias = Union[
+    "Target", Iterable["TargetStructure"], Mapping[Any, "TargetStructure"], None
 ]
 
 logger = logging.getLogger("luigi-interface")
@@ -251,7 +261,7 @@ class Task(metaclass=Register):
     # -- parameters ------------------------------------------------------------------------------------
 
     @classmethod
-    def get_params(cls) -> list[tuple[str, Parameter]]:
+    def get_params(cls) -> list[tuple[str, Parameter[Any]]]:
         """Every (name, Parameter) of the class, including inherited ones, in declaration order."""
         cached = Register._params_cache.get(cls)
         if cached is None:
@@ -259,8 +269,8 @@ class Task(metaclass=Register):
         return list(cached)
 
     @classmethod
-    def _collect_params(cls) -> list[tuple[str, Parameter]]:
-        found: dict[str, Parameter] = {}
+    def _collect_params(cls) -> list[tuple[str, Parameter[Any]]]:
+        found: dict[str, Parameter[Any]] = {}
         for klass in reversed(cls.__mro__):
             for name, value in list(vars(klass).items()):
                 if isinstance(value, Parameter):
@@ -276,7 +286,7 @@ class Task(metaclass=Register):
 
     @classmethod
     def get_param_values(
-        cls, params: list[tuple[str, Parameter]], args: Sequence[Any], kwargs: dict[str, Any]
+        cls, params: list[tuple[str, Parameter[Any]]], args: Sequence[Any], kwargs: dict[str, Any]
     ) -> list[tuple[str, Any]]:
         """Resolve every parameter: positional args, then kwargs, then CLI/config/default; all normalized.
 
@@ -299,8 +309,8 @@ class Task(metaclass=Register):
     @classmethod
     def _values_from_arguments(
         cls,
-        params: list[tuple[str, Parameter]],
-        params_by_name: dict[str, Parameter],
+        params: list[tuple[str, Parameter[Any]]],
+        params_by_name: dict[str, Parameter[Any]],
         args: Sequence[Any],
         kwargs: dict[str, Any],
         described: _CallDescription,
@@ -327,7 +337,9 @@ class Task(metaclass=Register):
         return result
 
     @staticmethod
-    def _value_from_outside(param: Parameter, family: str, name: str, described: _CallDescription) -> Any:
+    def _value_from_outside(
+        param: Parameter[Any], family: str, name: str, described: _CallDescription
+    ) -> Any:
         """The value from the command line, config or default (the parameter knows the order)."""
         try:
             return param.task_value(family, name)
@@ -340,7 +352,7 @@ class Task(metaclass=Register):
             raise ValueError(f"{described}: Error when parsing the default value of '{name}'") from exc
 
     @classmethod
-    def _warn_unconsumed_config(cls, family: str, params_by_name: dict[str, Parameter]) -> None:
+    def _warn_unconsumed_config(cls, family: str, params_by_name: dict[str, Parameter[Any]]) -> None:
         """One UnconsumedParameterWarning per ``[Family]`` key that matches no parameter."""
         conf: Any = configuration.get_config()
         if not conf.has_section(family):
@@ -452,7 +464,7 @@ class Task(metaclass=Register):
 
     # -- what users override ---------------------------------------------------------------------------
 
-    def requires(self) -> Any:
+    def requires(self) -> TaskStructure:
         """The tasks this one depends on: a task, or a list, tuple, dict or generator of tasks."""
         return []
 
@@ -464,12 +476,16 @@ class Task(metaclass=Register):
         """The flattened list of tasks this one depends on."""
         return flatten(self._requires())
 
-    def output(self) -> Any:
+    def output(self) -> TargetStructure:
         """The targets this task produces: a target or a structure of targets."""
         return []
 
     def input(self) -> Any:
-        """The outputs of ``requires()``, in the same structure."""
+        """The outputs of ``requires()``, in the same structure.
+
+        Typed Any on purpose: its shape follows each subclass's ``requires()``, which no annotation here can
+        follow, and users index it freely (``self.input()["raw"].open()``).
+        """
         return getpaths(self.requires())
 
     def complete(self) -> bool:
@@ -683,7 +699,7 @@ class _CallDescription:
         return f"{self.family}[args={tuple(self.args)}, kwargs={self.kwargs}]"
 
 
-def _bind_parameter(klass: type, name: str, param: Parameter) -> Parameter:
+def _bind_parameter(klass: type, name: str, param: Parameter[Any]) -> Parameter[Any]:
     """``param`` ready to store its value under ``name``.
 
     A Parameter keeps values under the one attribute name it was bound to. One attached with setattr after

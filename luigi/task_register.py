@@ -12,9 +12,10 @@ import importlib
 import logging
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 logger = logging.getLogger("luigi-interface")
+_TaskT = TypeVar("_TaskT")
 
 
 class _SameAsPythonModule:
@@ -107,24 +108,28 @@ class Register(abc.ABCMeta):
         Register._reg.append(cls)
         return cls
 
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        """Build a task, or return the cached instance with the same class and parameter values."""
+    def __call__(cls: type[_TaskT], *args: Any, **kwargs: Any) -> _TaskT:
+        """Build a task, or return the cached instance with the same class and parameter values.
+
+        Typed as an instance of the class called, so that type checkers that read a metaclass's
+        ``__call__`` (pyright) see ``Report()`` as a ``Report``.
+        """
+        task_cls: Any = cls  # the class as the metaclass sees it (the annotation above is for callers)
         cache = Register._instance_cache
         if cache is None:
-            return super().__call__(*args, **kwargs)
-        task_cls: Any = cls
+            return super(Register, task_cls).__call__(*args, **kwargs)
         param_values = task_cls.get_param_values(task_cls.get_params(), args, kwargs)
         key = (cls, tuple(param_values))
         try:
             instance = cache.get(key)
         except TypeError:  # an unhashable parameter value: such tasks are simply not cached
             logger.debug("Not caching an instance of %s: its parameter values are not hashable", cls)
-            return super().__call__(*args, **kwargs)
+            return super(Register, task_cls).__call__(*args, **kwargs)
         if instance is None:
             outer = _resolved_call.entry  # a task built inside another task's __init__ restores it after
             _resolved_call.entry = (cls, Register._params_cache.get(cls), args, kwargs, param_values)
             try:
-                instance = super().__call__(*args, **kwargs)
+                instance = super(Register, task_cls).__call__(*args, **kwargs)
             finally:
                 _resolved_call.entry = outer
             cache[key] = instance

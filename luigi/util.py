@@ -98,7 +98,8 @@ class copies:
         decorated = self.requires_decorator(task_that_copies)
 
         def run(_self: task.Task) -> None:
-            source, destination = _self.input(), _self.output()
+            destination: Any = _self.output()  # a single target with open(), as copying needs
+            source = _self.input()
             with source.open("r") as reader, destination.open("w") as writer:
                 for line in reader:
                     writer.write(line)
@@ -143,7 +144,7 @@ def _shift_months(day: datetime.date, months: int) -> datetime.date:
     return day.replace(year=index // 12, month=index % 12 + 1)
 
 
-_TIME_UNITS: list[tuple[type[parameter.Parameter], datetime.timedelta]] = [
+_TIME_UNITS: list[tuple[type[parameter.Parameter[Any]], datetime.timedelta]] = [
     (parameter.DateSecondParameter, datetime.timedelta(seconds=1)),
     (parameter.DateMinuteParameter, datetime.timedelta(minutes=1)),
     (parameter.DateHourParameter, datetime.timedelta(hours=1)),
@@ -151,7 +152,7 @@ _TIME_UNITS: list[tuple[type[parameter.Parameter], datetime.timedelta]] = [
 ]
 
 
-def _step_back(param: parameter.Parameter, value: Any) -> Any:
+def _step_back(param: parameter.Parameter[Any], value: Any) -> Any:
     """``value`` one period earlier, or NotImplemented when ``param`` is not date-like."""
     if isinstance(param, parameter.DateIntervalParameter):
         return value.prev()

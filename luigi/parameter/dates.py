@@ -9,10 +9,12 @@ from __future__ import annotations
 import datetime
 import re
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
-from typing import Any
+from typing import Any, TypeVar
 
 from luigi import date_interval
 from luigi.parameter.base import Parameter, namespace, warn
+
+DateT = TypeVar("DateT", bound=datetime.date, covariant=True)
 
 _EPOCH = datetime.datetime(1970, 1, 1)
 
@@ -22,7 +24,7 @@ def _format(value: datetime.date, fmt: str) -> str:
     return value.strftime(fmt.replace("%Y", f"{value.year:04d}"))
 
 
-class _DateParameterBase(Parameter):
+class _DateParameterBase(Parameter[DateT]):
     """Shared parsing and formatting for the date-like parameters.
 
     Subclasses set ``date_format`` (strftime/strptime) and ``_expected`` (the same format for humans).
@@ -65,7 +67,7 @@ class _DateParameterBase(Parameter):
         return value
 
 
-class DateParameter(_DateParameterBase):
+class DateParameter(_DateParameterBase[datetime.date]):
     """A date, ``YYYY-MM-DD``; snaps down to ``start + k * interval`` days (start: 1970-01-01)."""
 
     def normalize(self, value: Any) -> datetime.date | None:
@@ -85,7 +87,7 @@ def _add_months(day: datetime.date, months: int) -> datetime.date:
     return datetime.date(year, month_index + 1, 1)
 
 
-class MonthParameter(_DateParameterBase):
+class MonthParameter(_DateParameterBase[datetime.date]):
     """A month, ``YYYY-MM``, as the date of its first day; also accepts a ``date_interval.Month``."""
 
     date_format = "%Y-%m"
@@ -103,7 +105,7 @@ class MonthParameter(_DateParameterBase):
         return _add_months(value, self.interval)
 
 
-class YearParameter(_DateParameterBase):
+class YearParameter(_DateParameterBase[datetime.date]):
     """A year, ``YYYY``, as the date of its January 1st; also accepts a ``date_interval.Year``."""
 
     date_format = "%Y"
@@ -121,7 +123,7 @@ class YearParameter(_DateParameterBase):
         return value.replace(year=value.year + self.interval)
 
 
-class _DatetimeParameterBase(_DateParameterBase):
+class _DatetimeParameterBase(_DateParameterBase[datetime.datetime]):
     """A datetime snapped down to ``start + k * interval * _granularity`` (start: 1970-01-01T00:00)."""
 
     _granularity = datetime.timedelta(hours=1)
@@ -201,7 +203,7 @@ _INTERVAL_KINDS: tuple[type[date_interval.DateInterval], ...] = (
 )
 
 
-class DateIntervalParameter(Parameter):
+class DateIntervalParameter(Parameter[date_interval.DateInterval]):
     """A ``DateInterval``: ``YYYY``, ``YYYY-MM``, ``YYYY-Www``, ``YYYY-MM-DD`` or a custom range."""
 
     def parse(self, s: str) -> date_interval.DateInterval:
@@ -275,7 +277,7 @@ def _match_timedelta(text: str) -> datetime.timedelta | None:
     return None
 
 
-class TimeDeltaParameter(Parameter):
+class TimeDeltaParameter(Parameter[datetime.timedelta]):
     """A ``datetime.timedelta`` from seconds, ISO 8601 (``P1W``, ``P1DT2H``) or ``1 w 2 d 3 h 4 m 5 s``.
 
     Long unit names (``2 days 3 hours``) are accepted too; values serialize as ``"{w} w {d} d {h} h {m} m

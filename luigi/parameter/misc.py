@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from luigi.parameter.base import Parameter
 
+if TYPE_CHECKING:
+    from luigi.task import Task
 
-class PathParameter(Parameter):
+
+class PathParameter(Parameter[Path]):
     """A ``pathlib.Path``, optionally made absolute and/or required to exist when normalised."""
 
     def __init__(self, *args: Any, absolute: bool = False, exists: bool = False, **kwargs: Any) -> None:
@@ -34,7 +37,7 @@ class PathParameter(Parameter):
         return str(x)
 
 
-class TaskParameter(Parameter):
+class TaskParameter(Parameter[type["Task"]]):
     """A task class, written as its family name (``ns.ClassName``) and looked up in the task registry."""
 
     def parse(self, input: str) -> Any:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import datetime
 import inspect
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from luigi.freezing import FrozenOrderedDict
-from luigi.parameter.base import OptionalParameterTypeWarning, Parameter, warn
+from luigi.parameter.base import OptionalParameterTypeWarning, Parameter, ValueT, warn
 from luigi.parameter.dates import DateParameter
 from luigi.parameter.misc import PathParameter
 from luigi.parameter.scalars import (
@@ -22,11 +23,12 @@ from luigi.parameter.scalars import (
 from luigi.parameter.structured import DictParameter, ListParameter, TupleParameter
 
 
-class OptionalParameterMixin(Parameter):
+class OptionalParameterMixin(Parameter[ValueT]):
     """Makes a parameter accept None: ``''`` parses to None, None serializes to ``''``, None is the default.
 
-    Put it first among the bases (``class OptionalX(OptionalParameterMixin, XParameter)``) and set
-    ``expected_type``: other value types trigger an ``OptionalParameterTypeWarning``.
+    Put it first among the bases, typed with the optional value
+    (``class OptionalX(OptionalParameterMixin[X | None], XParameter)``), and set ``expected_type``: other
+    value types trigger an ``OptionalParameterTypeWarning``.
     """
 
     expected_type: type | tuple[type, ...] = type(None)
@@ -90,77 +92,77 @@ def _default_given(init: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     return bool(args) and first is not None and first.kind is inspect.Parameter.VAR_POSITIONAL
 
 
-class OptionalParameter(OptionalParameterMixin, Parameter):
+class OptionalParameter(OptionalParameterMixin[str | None], Parameter[str | None]):
     """A string that may be None."""
 
     expected_type = str
 
 
-class OptionalStrParameter(OptionalParameterMixin, StrParameter):
+class OptionalStrParameter(OptionalParameterMixin[str | None], StrParameter):
     """A string that may be None."""
 
     expected_type = str
 
 
-class OptionalIntParameter(OptionalParameterMixin, IntParameter):
+class OptionalIntParameter(OptionalParameterMixin[int | None], IntParameter):
     """An integer that may be None."""
 
     expected_type = int
 
 
-class OptionalFloatParameter(OptionalParameterMixin, FloatParameter):
+class OptionalFloatParameter(OptionalParameterMixin[float | None], FloatParameter):
     """A float that may be None."""
 
     expected_type = float
 
 
-class OptionalBoolParameter(OptionalParameterMixin, BoolParameter):
+class OptionalBoolParameter(OptionalParameterMixin[bool | None], BoolParameter):
     """A boolean that may be None (its default)."""
 
     expected_type = bool
 
 
-class OptionalPathParameter(OptionalParameterMixin, PathParameter):
+class OptionalPathParameter(OptionalParameterMixin[Path | None], PathParameter):
     """A path that may be None."""
 
     expected_type = (str, Path)
 
 
-class OptionalDateParameter(OptionalParameterMixin, DateParameter):
+class OptionalDateParameter(OptionalParameterMixin[datetime.date | None], DateParameter):
     """A date that may be None."""
 
     expected_type = datetime.date
 
 
-class OptionalDictParameter(OptionalParameterMixin, DictParameter):
+class OptionalDictParameter(OptionalParameterMixin[Mapping[Any, Any] | None], DictParameter):
     """A dict that may be None."""
 
     expected_type = FrozenOrderedDict
 
 
-class OptionalListParameter(OptionalParameterMixin, ListParameter):
+class OptionalListParameter(OptionalParameterMixin[tuple[Any, ...] | None], ListParameter):
     """A list (held as a tuple) that may be None."""
 
     expected_type = tuple
 
 
-class OptionalTupleParameter(OptionalParameterMixin, TupleParameter):
+class OptionalTupleParameter(OptionalParameterMixin[tuple[Any, ...] | None], TupleParameter):
     """A tuple that may be None."""
 
     expected_type = tuple
 
 
-class OptionalChoiceParameter(OptionalParameterMixin, ChoiceParameter):
+class OptionalChoiceParameter(OptionalParameterMixin[ValueT | None], ChoiceParameter[ValueT]):
     """One of the choices, or None."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, *args: Any, choices: Iterable[ValueT] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, choices=choices, **kwargs)
         self.expected_type = self._var_type  # type: ignore[assignment]
 
 
-class OptionalNumericalParameter(OptionalParameterMixin, NumericalParameter):
+class OptionalNumericalParameter(OptionalParameterMixin[ValueT | None], NumericalParameter[ValueT]):
     """A number in the permitted range, or None."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, *args: Any, var_type: Callable[[Any], ValueT] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, var_type=var_type, **kwargs)
         self.expected_type = self._var_type  # type: ignore[assignment]

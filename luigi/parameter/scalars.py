@@ -5,12 +5,17 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Iterable
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from luigi.parameter.base import Parameter, ParameterException, _no_value, warn
+from luigi.parameter.base import Parameter, ParameterException, ValueT, _no_value, warn
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+EnumT = TypeVar("EnumT", bound=Enum, covariant=True)
 
 
-class StrParameter(Parameter):
+class StrParameter(Parameter[str]):
     """A string; ``parse`` and ``serialize`` are ``str``. Warns when given a value that is not a string."""
 
     def parse(self, x: str) -> str:
@@ -21,7 +26,7 @@ class StrParameter(Parameter):
             warn(f'Parameter "{param_name}" with value "{param_value}" is not of type string.')
 
 
-class IntParameter(Parameter):
+class IntParameter(Parameter[int]):
     """An integer; its enumeration steps by one (so the summary can write ranges like ``1...5``)."""
 
     def parse(self, x: str) -> int:
@@ -34,7 +39,7 @@ class IntParameter(Parameter):
         return value + 1
 
 
-class FloatParameter(Parameter):
+class FloatParameter(Parameter[float]):
     """A floating point number."""
 
     def parse(self, x: str) -> float:
@@ -44,7 +49,7 @@ class FloatParameter(Parameter):
             raise ValueError(f"{x!r} is not a valid float (expected a number such as 1.5)") from None
 
 
-class BoolParameter(Parameter):
+class BoolParameter(Parameter[bool]):
     """A boolean, False unless given; ``true``/``false`` in any case.
 
     With implicit parsing (the default) the command-line flag takes no value (``--flag``); with explicit
@@ -96,8 +101,10 @@ def _join_description(description: str | None, suffix: str) -> str:
     return f"{description} {suffix}" if description else suffix
 
 
-class NumericalParameter(Parameter):
+class NumericalParameter(Parameter[ValueT]):
     """A number of ``var_type`` that must lie in a range, by default ``min_value <= x < max_value``.
+
+    Its values are typed by what ``var_type`` returns (``var_type=int`` gives ``int``).
 
     ``left_op``/``right_op`` are the comparisons (``operator.le``/``operator.lt`` by default); the range is
     appended to the description as "permitted values: ...".
@@ -106,7 +113,7 @@ class NumericalParameter(Parameter):
     def __init__(
         self,
         *args: Any,
-        var_type: Callable[[Any], Any] | None = None,
+        var_type: Callable[[Any], ValueT] | None = None,
         min_value: Any = None,
         max_value: Any = None,
         left_op: Callable[[Any, Any], bool] = operator.le,
@@ -143,13 +150,16 @@ class NumericalParameter(Parameter):
         raise ValueError(f"{x!r} is outside the permitted values: {self._permitted_range}")
 
 
-class ChoiceParameter(Parameter):
-    """One value out of a fixed set of ``choices``; the set is appended to the description."""
+class ChoiceParameter(Parameter[ValueT]):
+    """One value out of a fixed set of ``choices``; the set is appended to the description.
+
+    Its values are typed as the choices are (``choices=["a", "b"]`` gives ``str``).
+    """
 
     def __init__(
         self,
         *args: Any,
-        choices: Iterable[Any] | None = None,
+        choices: Iterable[ValueT] | None = None,
         var_type: Callable[[Any], Any] = str,
         **kwargs: Any,
     ) -> None:
@@ -187,8 +197,18 @@ class ChoiceParameter(Parameter):
         return self._check(x)
 
 
-class ChoiceListParameter(ChoiceParameter):
+class ChoiceListParameter(ChoiceParameter[ValueT]):
     """A comma-separated list of choices, as a tuple; ``''`` is the empty tuple."""
+
+    if TYPE_CHECKING:  # its values are tuples of choices, not single ones
+
+        @overload  # type: ignore[override]
+        def __get__(self, instance: None, owner: type | None = None) -> Self: ...
+
+        @overload
+        def __get__(self, instance: object, owner: type | None = None) -> tuple[ValueT, ...]: ...
+
+        def __get__(self, instance: object, owner: type | None = None) -> Any: ...
 
     def parse(self, x: str) -> tuple[Any, ...]:
         items = x.split(",") if x else []
@@ -203,10 +223,10 @@ class ChoiceListParameter(ChoiceParameter):
         return ",".join(str(item) for item in x)
 
 
-class EnumParameter(Parameter):
+class EnumParameter(Parameter[EnumT]):
     """A member of the ``enum`` class (a required keyword), written by its name."""
 
-    def __init__(self, *args: Any, enum: type[Enum] | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, enum: type[EnumT] | None = None, **kwargs: Any) -> None:
         if enum is None:
             raise ParameterException(f"An enum class must be specified: {type(self).__name__}(enum=MyEnum)")
         super().__init__(*args, **kwargs)
@@ -229,8 +249,18 @@ class EnumParameter(Parameter):
         return e.name
 
 
-class EnumListParameter(EnumParameter):
+class EnumListParameter(EnumParameter[EnumT]):
     """A comma-separated list of enum member names, as a tuple; ``''`` is the empty tuple."""
+
+    if TYPE_CHECKING:  # its values are tuples of members, not single ones
+
+        @overload  # type: ignore[override]
+        def __get__(self, instance: None, owner: type | None = None) -> Self: ...
+
+        @overload
+        def __get__(self, instance: object, owner: type | None = None) -> tuple[EnumT, ...]: ...
+
+        def __get__(self, instance: object, owner: type | None = None) -> Any: ...
 
     def parse(self, s: str) -> tuple[Any, ...]:
         return tuple(self._member(name) for name in s.split(",")) if s else ()

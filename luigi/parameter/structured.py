@@ -6,10 +6,12 @@ import ast
 import importlib
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from luigi.freezing import FrozenOrderedDict, recursively_freeze, recursively_unfreeze
 from luigi.parameter.base import Parameter, namespace, warn
+
+JsonT = TypeVar("JsonT", covariant=True)
 
 
 class _DictParamEncoder(json.JSONEncoder):
@@ -54,7 +56,7 @@ def _load_json(text: str, expected: str) -> Any:
         raise ValueError(f"{text!r} is not valid JSON ({exc}); expected {expected}") from None
 
 
-class _JsonParameter(Parameter):
+class _JsonParameter(Parameter[JsonT]):
     """Shared schema checking, freezing and JSON serialization for dict and list parameters."""
 
     def __init__(self, *args: Any, schema: Any = None, **kwargs: Any) -> None:
@@ -72,7 +74,7 @@ class _JsonParameter(Parameter):
         return json.dumps(x, cls=_DictParamEncoder)
 
 
-class DictParameter(_JsonParameter):
+class DictParameter(_JsonParameter[Mapping[Any, Any]]):
     """A JSON object: ``parse`` gives a ``FrozenOrderedDict`` (JSON arrays inside stay lists until
     ``normalize`` freezes them); optionally checked against a JSON ``schema``."""
 
@@ -87,7 +89,7 @@ class DictParameter(_JsonParameter):
         return value
 
 
-class ListParameter(_JsonParameter):
+class ListParameter(_JsonParameter[tuple[Any, ...]]):
     """A JSON array: ``parse`` gives a list (``null`` gives None), ``normalize`` freezes it into tuples.
 
     Like ``list()``, a JSON string parses into its characters (``'"ab"'`` gives ``['a', 'b']``).

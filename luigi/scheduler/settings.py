@@ -319,12 +319,12 @@ _PARAMETER_FOR_KIND = {
 }
 
 
-def _declared_parameters() -> dict[str, Parameter]:
+def _declared_parameters() -> dict[str, Parameter[Any]]:
     defaults = {f.name: f.default for f in dataclasses.fields(SchedulerConfig)}
     return {name: _declared_parameter(name, kind, defaults[name]) for name, kind in _OPTION_KINDS.items()}
 
 
-def _declared_parameter(name: str, kind: str, default: Any) -> Parameter:
+def _declared_parameter(name: str, kind: str, default: Any) -> Parameter[Any]:
     description = f"[scheduler] {name}"
     if kind == "metrics":
         return EnumParameter(enum=MetricsCollectors, default=default, description=description)

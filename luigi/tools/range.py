@@ -90,8 +90,11 @@ class RangeBase(WrapperTask):
 
     of = TaskParameter(description="The task class to fill the range with; it takes a date-like parameter")
     of_params = DictParameter(default={}, description="Further parameters given to every instance of 'of'")
-    start = OptionalParameter(default=None, description="First point of the range (inclusive)")
-    stop = OptionalParameter(default=None, description="End of the range (exclusive)")
+    # Each subclass redeclares the bounds with its own date-like parameter, so here they are any parameter.
+    start: Parameter[Any] = OptionalParameter(
+        default=None, description="First point of the range (inclusive)"
+    )
+    stop: Parameter[Any] = OptionalParameter(default=None, description="End of the range (exclusive)")
     reverse = BoolParameter(
         default=False,
         description="Catch up from the newest missing instance backwards instead of the oldest forwards",
@@ -313,7 +316,7 @@ class RangeBase(WrapperTask):
                 DeprecationWarning,
                 stacklevel=3,
             )
-            return list(self.missing_datetimes(self.of, finite_datetimes))  # type: ignore[call-arg]
+            return list(self.missing_datetimes(self.of, finite_datetimes))  # type: ignore[call-arg, arg-type]
         return list(self.missing_datetimes(finite_datetimes))
 
     # A strftime pattern giving, for a point in time, a regex whose groups find it in an output path.

@@ -65,7 +65,7 @@ def hidden_values(task: Any) -> list[str]:
     return values
 
 
-_SecretParams = tuple[tuple[str, Parameter], ...]
+_SecretParams = tuple[tuple[str, Parameter[Any]], ...]
 _SECRET_PARAMS: weakref.WeakKeyDictionary[type, _SecretParams] = weakref.WeakKeyDictionary()
 
 

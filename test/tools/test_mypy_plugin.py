@@ -32,6 +32,7 @@ from __future__ import annotations
 import datetime
 import enum
 from pathlib import Path
+from typing import Any
 
 import luigi
 from luigi.util import requires
@@ -81,6 +82,16 @@ class Decorated(luigi.Task):
     n = luigi.IntParameter()
 
 
+class Wide(luigi.Task):
+    items = luigi.ListParameter()
+    where = luigi.PathParameter()
+    colors = luigi.EnumListParameter(enum=Color)
+    mode = luigi.ChoiceParameter(choices=["a", "b"])
+    level = luigi.NumericalParameter(var_type=int, min_value=0, max_value=9)
+    note = luigi.OptionalParameter()
+    bounds: luigi.Parameter[Any] = luigi.OptionalParameter(default=None)
+
+
 DAY = datetime.date(2024, 1, 1)
 Report(day=DAY, key="k")
 Report(DAY, 2, "label", key="k")
@@ -105,9 +116,17 @@ Annotated(where=Path("/tmp"))
 Annotated(where="/tmp")  # E: Argument "where" to "Annotated" has incompatible type "str"; expected "Path"
 Annotated(where=Path("/tmp"), size="3")  # E: Argument "size" to "Annotated" has incompatible type "str"
 Annotated(where=Path("/tmp")).size + 1
-Annotated(where=Path("/tmp")).sizes.anything_goes
+Annotated(where=Path("/tmp")).sizes.anything_goes  # E: "int" has no attribute "anything_goes"
 Decorated(n=1, day=DAY, key="k")
 Decorated(n="1")  # E: Argument "n" to "Decorated" has incompatible type "str"; expected "int"
+Wide([1], "/tmp", [Color.RED], "a", 3)
+Wide((1,), Path("/tmp"), (Color.RED,), "b", 0, "text", object())
+Wide(1, "/tmp", [Color.RED], "a", 3)  # E: incompatible type "int"; expected "Sequence[Any]"
+Wide([1], 1, [Color.RED], "a", 3)  # E: Argument 2 to "Wide" has incompatible type "int"
+Wide([1], "/tmp", [1], "a", 3)  # E: List item 0 has incompatible type "int"; expected "Color"
+Wide([1], "/tmp", [Color.RED], 1, 3)  # E: Argument 4 to "Wide" has incompatible type "int"; expected "str"
+Wide([1], "/tmp", [Color.RED], "a", "3")  # E: incompatible type "str"; expected "int"
+Wide([1], "/tmp", [Color.RED], "a", 3, note=1)  # E: incompatible type "int"; expected "str | None"
 """
 
 ERROR_LINE = re.compile(r"^sample\.py:(\d+): error: (.*)$")
@@ -157,9 +176,11 @@ def test_the_plugin_reports_exactly_the_wrong_calls(workdir):
 
 def test_without_the_plugin_mypy_sees_no_parameters_at_all(workdir):
     errors = run_mypy(workdir, plugin=False)
-    # No call is checked but the one to a class with its own __init__, and annotated parameters clash.
+    # No call is checked but the one to a class with its own __init__; annotations naming the value clash
+    # with the parameter assigned, and the values are typed (sizes is an int).
     assert [SAMPLE.splitlines()[number - 1].split("  #")[0].strip() for number in sorted(errors)] == [
         "size: int = luigi.IntParameter(default=3)",
         "where: Path = luigi.Parameter()",
         "Custom(a=7)",
+        'Annotated(where=Path("/tmp")).sizes.anything_goes',
     ]

@@ -50,8 +50,9 @@ class SparkSubmitTask(ExternalProgramTask):
         """The arguments given to the application after its path."""
         return []
 
+    # Spark fixes the pattern that ExternalProgramTask takes as a parameter: a property replaces it.
     @property
-    def tracking_url_pattern(self) -> str:
+    def tracking_url_pattern(self) -> str:  # type: ignore[override]
         return TRACKING_URL_PATTERN
 
     def build_tracking_url(self, logs_output: str) -> str:
