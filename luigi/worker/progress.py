@@ -107,21 +107,33 @@ class _ClearingStream:
 class _ClearingPrints:
     """``sys.stdout``/``sys.stderr`` while the line is up: each line a task prints starts by clearing it.
 
-    The clearing goes in the same write as the text, so it works from a task slot (which does not own
-    the line) and through the output capture's pipes alike.
+    Whole lines go out in one write with the clearing in front, so that they work from a task slot (which
+    does not own the line) and through the output capture's pipes alike, and two slots printing at once
+    do not split each other's lines; a line not ended yet waits for its end or a flush.
     """
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
+        self._pending = ""
         self._at_line_start = True
 
     def write(self, text: str) -> int:
-        if not text:
-            return 0
+        self._pending += text
+        if "\n" in text:
+            lines, _, self._pending = self._pending.rpartition("\n")
+            self._emit(lines + "\n")
+        return len(text)  # what the caller wrote, as a stream reports it
+
+    def flush(self) -> None:
+        if self._pending:
+            text, self._pending = self._pending, ""
+            self._emit(text)
+        self._stream.flush()
+
+    def _emit(self, text: str) -> None:
         prefix = CLEAR_LINE if self._at_line_start else ""
         self._at_line_start = text.endswith("\n")
         self._stream.write(prefix + text)
-        return len(text)  # what the caller wrote, as a stream reports it
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -183,6 +195,7 @@ class ProgressLine:
             handler.setStream(stream)
         self._handlers.clear()
         for name, stream in self._prints:
+            getattr(sys, name).flush()  # a line the task left unended
             setattr(sys, name, stream)
         self._prints.clear()
         self.hide()
