@@ -1,3 +1,3 @@
 """The package version, kept in one place."""
 
-VERSION = "3.8.0.dev0"
+VERSION = "3.8.1"

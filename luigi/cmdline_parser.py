@@ -38,7 +38,14 @@ _FALLBACK_FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 
 
 class InvalidParameterValueException(ParameterException, ValueError):
-    """A command-line value that its parameter cannot parse; the message is one line naming the flag."""
+    """A command-line value that its parameter cannot parse; the message is one line naming the flag.
+
+    ``family`` is the task or Config family whose parameter the flag sets.
+    """
+
+    def __init__(self, message: str, family: str = "") -> None:
+        super().__init__(message)
+        self.family = family
 
 
 class UnknownTaskValueException(InvalidParameterValueException, TaskClassNotFoundException):
@@ -215,5 +222,6 @@ def _parse_flag_value(flag: _Flag, raw: Any) -> Any:
         error = UnknownTaskValueException if not_found else InvalidParameterValueException
         raise error(
             f"Invalid value{value_part} for {flag.option} (parameter '{flag.param_name}' of {flag.family}): "
-            f"{detail}"
+            f"{detail}",
+            flag.family,
         ) from exc

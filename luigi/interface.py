@@ -135,9 +135,11 @@ class core(Config):
     )
     assistant = parameter.BoolParameter(default=False, description="Run any task from the scheduler.")
     help = parameter.BoolParameter(
-        default=False, description="Show most common flags and all task-specific flags"
+        default=False, description="Show most common flags and all task-specific flags", always_in_help=True
     )
-    help_all = parameter.BoolParameter(default=False, description="Show all command line flags")
+    help_all = parameter.BoolParameter(
+        default=False, description="Show all command line flags", always_in_help=True
+    )
 
 
 class PidLockAlreadyTakenExit(SystemExit):

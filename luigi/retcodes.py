@@ -51,7 +51,13 @@ _CONDITIONS = (
 
 
 def run_with_retcodes(argv: Sequence[str]) -> NoReturn:
-    """Run the command line ``argv`` (without the program name) and exit with the matching code."""
+    """Run the command line ``argv`` (without the program name) and exit with the matching code.
+
+    As in Luigi, what goes wrong before the run starts (the command line names no task or module that
+    exists, a config file is malformed) exits 1; what goes wrong in the run (the root task cannot be
+    built, the scheduler cannot be reached, a bug) exits ``[retcode] unhandled_exception`` (4). Input
+    errors print one line in the form of the last line of Python's traceback, with no traceback.
+    """
     from luigi import interface
     from luigi.cmdline_parser import CmdlineParser
 
@@ -61,19 +67,27 @@ def run_with_retcodes(argv: Sequence[str]) -> NoReturn:
         worker = interface._run(argv).worker
     except interface.PidLockAlreadyTakenExit:
         sys.exit(codes.already_running)
-    except Exception as exc:  # e.g. the root task cannot be built: logged as Luigi does, in one line
-        _log_unhandled(exc, argv)
+    except Exception as exc:
+        if isinstance(exc, _user_errors()):
+            _report_user_error(exc, argv)
+        else:
+            _log_unhandled(exc, argv)
         sys.exit(codes.unhandled_exception)
     with CmdlineParser.global_instance(argv):  # tasks' requires() may read --Family-param values
         sys.exit(_exit_code_for(worker, codes))
+
+
+# Luigi reads its command line and ``[retcode]`` before its run starts, outside the handler of the run's
+# exceptions: what fails there is Python's own uncaught exception, exit status 1.
+_BEFORE_THE_RUN = 1
 
 
 def _read_retcodes(argv: list[str]) -> Any:
     """The ``[retcode]`` values, honouring ``--retcode-*`` flags; a bad command line is reported and ends us.
 
     The command line is parsed here first, so mistakes in it (unknown task, a misspelt ``--module``) are
-    reported before anything runs. A value that does not parse is what Luigi finds building the task:
-    logged as an uncaught exception, like the other failures to build it.
+    reported before anything runs. A flag value that does not parse is one Luigi finds building the
+    task, in the run (exit ``unhandled_exception``), unless it is a ``--retcode-*`` one.
     """
     from luigi.cmdline_parser import CmdlineParser, InvalidParameterValueException
 
@@ -81,17 +95,15 @@ def _read_retcodes(argv: list[str]) -> Any:
         with CmdlineParser.global_instance(argv):
             return retcode()
     except InvalidParameterValueException as exc:
-        _log_unhandled(exc, None)
-    except _user_errors() as exc:
-        _report_user_error(exc)
+        _report_user_error(exc, argv)
+        sys.exit(_BEFORE_THE_RUN if exc.family == "retcode" else _configured_unhandled_exception_code())
     except ModuleNotFoundError as exc:
-        if _is_missing_module_flag(exc, argv):
-            _report_user_error(exc)
-        else:  # a bug inside the user's module: the traceback says where
-            _log_unhandled(exc, None)
-    except Exception as exc:  # e.g. the --module raised on import, or a [retcode] value does not parse
-        _log_unhandled(exc, None)
-    sys.exit(_configured_unhandled_exception_code())
+        if not _is_missing_module_flag(exc, argv):
+            raise  # a bug inside the user's module: Python's traceback says where, as in Luigi
+        _report_user_error(exc, argv)
+    except _user_errors() as exc:
+        _report_user_error(exc, argv)
+    sys.exit(_BEFORE_THE_RUN)
 
 
 def _configured_unhandled_exception_code() -> int:
@@ -127,23 +139,57 @@ def _exit_code_for(worker: Any, codes: Any) -> int:
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    """Exceptions that mean the command line or config is wrong, reported without a traceback."""
+    """Exceptions that mean the command line, the config or the scheduler URL is wrong: one line each."""
     from luigi.configuration import ConfigError
     from luigi.parameter import ParameterException
+    from luigi.rpc import NoSchedulerError
     from luigi.task_register import TaskClassException
 
     # Bad command-line values raise a ParameterException too; ConfigError names the file and line.
-    return (TaskClassException, ParameterException, ConfigError)
+    return (TaskClassException, ParameterException, ConfigError, NoSchedulerError)
 
 
-def _report_user_error(exc: BaseException) -> None:
-    print(f"luigi: error: {_one_line(exc)}", file=sys.stderr)
+def _report_user_error(exc: BaseException, argv: list[str]) -> None:
+    """Print ``exc`` as the last line of its traceback would read, with a hint where one helps."""
+    print(f"{qualified_name(type(exc))}: {_explained(exc, argv)}", file=sys.stderr)
 
 
-def _log_unhandled(exc: BaseException, argv: list[str] | None) -> None:
+def qualified_name(cls: type) -> str:
+    """``cls`` as users import it: ``luigi.parameter.MissingParameterException`` for a class defined in
+    ``luigi.parameter.base``; a builtin's bare name, as Python's tracebacks print it."""
+    if cls.__module__ == "builtins":
+        return cls.__qualname__
+    parts = cls.__module__.split(".")
+    for length in range(min(2, len(parts)), len(parts)):
+        package = sys.modules.get(".".join(parts[:length]))
+        if package is not None and getattr(package, cls.__qualname__, None) is cls:
+            return f"{package.__name__}.{cls.__qualname__}"
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _explained(exc: BaseException, argv: list[str]) -> str:
+    """``exc``'s message in one line, and what to do when a task or module cannot be found."""
+    from luigi.task_register import TaskClassNotFoundException
+
+    module = _module_flag(argv)
+    if isinstance(exc, ModuleNotFoundError) and module:
+        return (
+            f"{_one_line(exc)}; --module {module} is imported from the Python path: run from the folder "
+            "holding it with PYTHONPATH=. (or install it)"
+        )
+    if isinstance(exc, TaskClassNotFoundException) and exc.task_name and not module:
+        # The candidates would be luigi's own classes: the task is most likely in a module not loaded.
+        return (
+            f"No task {exc.task_name}, and no --module was given: name the module that defines it, "
+            f"e.g. luigi --module my_tasks {exc.task_name}"
+        )
+    return _one_line(exc)
+
+
+def _log_unhandled(exc: BaseException, argv: list[str]) -> None:
     """Set up logging if the failure came before it was, then log "Uncaught exception in luigi" in one line.
 
-    The traceback follows at debug level, except for a bad parameter or config value (it says it all).
+    The traceback follows at debug level (shown by default: ``--log-level`` is DEBUG).
     """
     from luigi.setup_logging import InterfaceLogging
 
@@ -153,21 +199,19 @@ def _log_unhandled(exc: BaseException, argv: list[str] | None) -> None:
     else:
         InterfaceLogging.setup(options)
     logger.error("Uncaught exception in luigi: %s: %s", type(exc).__name__, _one_line(exc))
-    if not isinstance(exc, _user_errors()):
-        logger.debug("Traceback of the uncaught exception:", exc_info=exc)
+    logger.debug("Traceback of the uncaught exception:", exc_info=exc)
 
 
-def _core_options(argv: list[str] | None) -> Any:
+def _core_options(argv: list[str]) -> Any:
     """``[core]`` with the command line's ``--log-level`` etc. when given and parseable, else from config."""
     from luigi import interface
     from luigi.cmdline_parser import CmdlineParser
 
-    if argv is not None:
-        try:
-            with CmdlineParser.global_instance(argv):
-                return interface.core()
-        except Exception:  # the same bad input may break parsing again; settle for the config file
-            pass
+    try:
+        with CmdlineParser.global_instance(argv):
+            return interface.core()
+    except Exception:  # the same bad input may break parsing again; settle for the config file
+        pass
     try:
         return interface.core()
     except Exception:  # even [core] is unreadable: logging set-up falls back to its defaults

@@ -73,7 +73,11 @@ class TaskClassException(Exception):
 
 
 class TaskClassNotFoundException(TaskClassException):
-    """No registered task has the requested family name."""
+    """No registered task has the requested family name (``task_name``, when known)."""
+
+    def __init__(self, message: str, task_name: str | None = None) -> None:
+        super().__init__(message)
+        self.task_name = task_name
 
 
 class TaskClassAmbigiousException(TaskClassException):
@@ -222,7 +226,7 @@ class Register(abc.ABCMeta):
         """
         task_cls = Register._get_reg().get(name)
         if task_cls is None:
-            raise TaskClassNotFoundException(Register._missing_task_msg(name))
+            raise TaskClassNotFoundException(Register._missing_task_msg(name), name)
         if task_cls is Register.AMBIGUOUS_CLASS:
             raise TaskClassAmbigiousException(
                 f"Task {name!r} is ambiguous: several unrelated classes share it"
@@ -240,7 +244,11 @@ class Register(abc.ABCMeta):
 
     @classmethod
     def _missing_task_msg(mcs, task_name: str) -> str:
-        candidates = _close_names(task_name, Register.task_names())
+        from luigi.task import Config  # task imports this module
+
+        # Config classes are sections of the configuration ([email], [retcode]...), not tasks to run.
+        tasks = [name for name, cls in Register._get_reg().items() if not _is_config(cls, Config)]
+        candidates = _close_names(task_name, sorted(tasks))
         if candidates:
             return f"No task {task_name}. Did you mean: {', '.join(candidates)}?"
         return f"No task {task_name}. Candidates are: {Register.tasks_str()}"
@@ -260,6 +268,10 @@ def _pick_class(existing: Any, new: type) -> Any:
     if issubclass(existing, new):
         return existing
     return Register.AMBIGUOUS_CLASS
+
+
+def _is_config(cls: Any, config: type) -> bool:
+    return isinstance(cls, type) and issubclass(cls, config)
 
 
 def _close_names(name: str, names: list[str]) -> list[str]:

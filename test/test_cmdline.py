@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -10,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.luigid import running_luigid
 
 BIN = Path(sys.executable).parent
 
@@ -190,33 +192,140 @@ def _wait_for(path: Path, process: subprocess.Popen, timeout: float = 60.0) -> N
 
 
 @pytest.mark.parametrize(
-    ("args", "expected"),
+    ("args", "code", "expected"),
     [
-        (["Helo"], "luigi: error: No task Helo. Did you mean: Hello"),
-        # Luigi finds these building the root task and logs them as uncaught, exiting 4; so do we, but in
-        # one line without the traceback.
+        # Luigi finds these before its run starts: Python's uncaught exception, exit 1.
+        (
+            ["Helo"],
+            1,
+            "luigi.task_register.TaskClassNotFoundException: No task Helo. "
+            "Did you mean: Hello, Holds, Fails?",
+        ),
+        # Luigi finds these building the root task, in its run: exit [retcode] unhandled_exception (4).
         (
             ["Numbered", "--n", "x"],
-            "ERROR: Uncaught exception in luigi: InvalidParameterValueException: Invalid value for --n "
+            4,
+            "luigi.cmdline_parser.InvalidParameterValueException: Invalid value for --n "
             "(parameter 'n' of Numbered): 'x' is not a valid integer",
         ),
         (
             ["Numbered"],
-            "ERROR: Uncaught exception in luigi: MissingParameterException: Numbered[args=(), kwargs={}]: "
+            4,
+            "luigi.parameter.MissingParameterException: Numbered[args=(), kwargs={}]: "
             "requires the 'n' parameter to be set",
         ),
     ],
 )
-def test_user_errors_print_one_line_without_traceback(project, args, expected):
+def test_user_errors_print_luigis_last_traceback_line_alone_with_luigis_exit_code(
+    project, args, code, expected
+):
     done = luigi_cmd(project, *args, "--local-scheduler")
-    assert done.returncode == 4
-    assert "Traceback" not in done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    assert lines[0].startswith(expected)
+    assert done.returncode == code
+    assert done.stderr.splitlines() == [expected]
 
 
 def test_no_task_specified(project):
     done = luigi_cmd(project, "--local-scheduler")
     assert done.returncode == 1
     assert done.stderr.strip() == "No task specified"
+
+
+# -- the first hour: a wrong scheduler URL, a missing module, hints, parity (issue 38) -------------------
+
+NO_LUIGID = "is luigid running there? --local-scheduler runs without one"
+
+
+def closed_port_url() -> str:
+    """The URL of a port nothing listens on (bound, then let go)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}/"
+
+
+def test_a_scheduler_that_never_answers_fails_at_once_in_one_line_with_luigis_exit_code(project):
+    url = closed_port_url()
+    started = time.monotonic()
+    done = luigi_cmd(project, "Hello", "--scheduler-url", url, config="[core]\nrpc_retry_wait = 1\n")
+    assert time.monotonic() - started < 70
+    assert done.returncode == 4  # Luigi's: its RPCError leaves the run as an unhandled exception
+    lines = done.stderr.splitlines()
+    assert lines[-1] == (
+        f"luigi.rpc.NoSchedulerError: Errors (3 attempts) when connecting to remote scheduler "
+        f"{url.rstrip('/')!r}: ConnectionRefusedError: [Errno 111] Connection refused; {NO_LUIGID}"
+    )
+    assert sum(NO_LUIGID in line for line in lines) == 1 and "Traceback" not in done.stderr
+    assert "Informed scheduler" not in done.stderr  # nothing was delivered
+    # The two waits of the three attempts, and no second round at exit.
+    assert sum("/api/_batch, attempt" in line for line in lines) == 2
+
+
+@pytest.mark.slow
+def test_with_the_default_retry_settings_a_wrong_url_fails_within_luigis_61_seconds(project):
+    started = time.monotonic()
+    done = luigi_cmd(project, "Hello", "--scheduler-url", closed_port_url())
+    assert time.monotonic() - started < 70
+    assert done.returncode == 4 and done.stderr.splitlines()[-1].endswith(NO_LUIGID)
+
+
+def test_informed_scheduler_is_logged_once_luigid_has_the_report(project):
+    with running_luigid(project) as luigid:
+        done = luigi_cmd(project, "Hello", "--scheduler-url", luigid.url)
+    assert done.returncode == 0, done.stderr
+    informed = [line for line in done.stderr.splitlines() if "Informed scheduler" in line]
+    assert [line.split()[-1] for line in informed] == ["PENDING", "DONE"]
+
+
+def test_an_unknown_task_without_module_says_to_pass_one(project):
+    done = run_command([str(BIN / "luigi"), "Hello", "--local-scheduler"], project)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "luigi.task_register.TaskClassNotFoundException: No task Hello, and no --module was given: "
+        "name the module that defines it, e.g. luigi --module my_tasks Hello"
+    ]
+
+
+def test_did_you_mean_never_offers_a_config_section_as_a_task(project):
+    done = luigi_cmd(project, "retcodes", "--local-scheduler")  # [retcode] is a Config, not a task
+    assert done.returncode == 1
+    [line] = done.stderr.splitlines()
+    assert "No task retcodes. Candidates are: " in line and "Did you mean" not in line
+
+
+def test_a_module_not_on_the_python_path_says_to_run_with_pythonpath_dot(project):
+    done = run_command([str(BIN / "luigi"), "--module", "pipeline", "Hello", "--local-scheduler"], project)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "ModuleNotFoundError: No module named 'pipeline'; --module pipeline is imported from the Python "
+        "path: run from the folder holding it with PYTHONPATH=. (or install it)"
+    ]
+
+
+def test_a_malformed_config_file_is_one_line_exit_1_as_in_luigi(project):
+    done = luigi_cmd(project, "Hello", "--local-scheduler", config="[core\n")
+    assert done.returncode == 1
+    [line] = done.stderr.splitlines()
+    assert line.startswith("luigi.configuration.ConfigError: Malformed config file ")
+
+
+def test_a_module_that_raises_on_import_exits_1_with_pythons_traceback(project):
+    (project / "broken.py").write_text("import a_module_nobody_wrote\n")
+    done = luigi_cmd(project, "--module", "broken", "Hello", "--local-scheduler")
+    assert done.returncode == 1
+    assert "Traceback" in done.stderr
+    assert done.stderr.splitlines()[-1] == "ModuleNotFoundError: No module named 'a_module_nobody_wrote'"
+
+
+def test_help_lists_help_and_help_all_as_luigi_does(project):
+    done = luigi_cmd(project, "--help")
+    assert done.returncode == 0
+    flags = {line.split()[0] for line in done.stdout.splitlines() if line.strip().startswith("--")}
+    assert {"--help", "--help-all", "--module", "--local-scheduler"} <= flags
+
+
+def test_the_version_is_luigis_release_in_the_package_and_its_metadata(project):
+    import luigi
+
+    pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text()
+    assert luigi.__version__ == "3.8.1" and '\nversion = "3.8.1"\n' in pyproject  # no tomllib on 3.10
+    done = run_command([sys.executable, "-c", "import luigi; print(luigi.__version__)"], project)
+    assert done.stdout.strip() == "3.8.1"

@@ -208,58 +208,58 @@ def _one_error_line(capsys) -> str:
     return lines[0]
 
 
-def test_unknown_task_family_is_one_line_with_a_suggestion(pipeline, capsys):
-    assert run_task(pipeline, "Numberd") == 4
+def test_unknown_task_family_is_one_line_with_a_suggestion_exit_1_as_in_luigi(pipeline, capsys):
+    assert run_task(pipeline, "Numberd") == 1
     line = _one_error_line(capsys)
-    assert line.startswith("luigi: error: No task Numberd.")
+    assert line.startswith("luigi.task_register.TaskClassNotFoundException: No task Numberd.")
     assert "Did you mean: Numbered" in line
 
 
-def _errors_logged(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+def test_bad_parameter_value_is_one_line_naming_flag_and_value_exit_4_as_in_luigi(pipeline, capsys):
+    assert run_task(pipeline, "Numbered", "--n", "abc") == 4
+    line = _one_error_line(capsys)
+    assert line.startswith("luigi.cmdline_parser.InvalidParameterValueException: Invalid value for --n ")
+    assert "'abc'" in line
 
 
-def test_bad_parameter_value_is_logged_as_uncaught_in_one_line_naming_flag_and_value(pipeline, caplog):
-    with caplog.at_level(logging.DEBUG, logger="luigi-interface"):
-        assert run_task(pipeline, "Numbered", "--n", "abc") == 4
-    [line] = _errors_logged(caplog)
-    assert line.startswith("Uncaught exception in luigi: InvalidParameterValueException: ")
-    assert "--n" in line and "'abc'" in line
-    assert not any(r.exc_info for r in caplog.records)  # the message says it all: no traceback
-
-
-def test_missing_root_parameter_is_logged_as_uncaught_as_in_luigi(pipeline, caplog):
-    with caplog.at_level(logging.DEBUG, logger="luigi-interface"):
-        assert run_task(pipeline, "Numbered") == 4
-    assert _errors_logged(caplog) == [
-        "Uncaught exception in luigi: MissingParameterException: "
+def test_missing_root_parameter_is_luigis_last_traceback_line_exit_4(pipeline, capsys):
+    assert run_task(pipeline, "Numbered") == 4
+    assert _one_error_line(capsys) == (
+        "luigi.parameter.MissingParameterException: "
         "Numbered[args=(), kwargs={}]: requires the 'n' parameter to be set"
-    ]
+    )
 
 
 def test_no_task_specified_exits_with_that_message(pipeline):
     assert exit_code("--module", pipeline, "--local-scheduler") == "No task specified"
 
 
-def test_misspelt_module_is_one_line(pipeline, capsys):
-    assert exit_code("--module", pipeline + "_typo", "Ok", "--local-scheduler") == 4
-    assert _one_error_line(capsys) == f"luigi: error: No module named '{pipeline}_typo'"
+def test_misspelt_module_is_one_line_saying_how_to_import_it_exit_1(pipeline, capsys):
+    assert exit_code("--module", pipeline + "_typo", "Ok", "--local-scheduler") == 1
+    assert _one_error_line(capsys) == (
+        f"ModuleNotFoundError: No module named '{pipeline}_typo'; --module {pipeline}_typo is imported "
+        "from the Python path: run from the folder holding it with PYTHONPATH=. (or install it)"
+    )
 
 
-def test_module_that_fails_to_import_is_logged_as_unhandled(pipeline, tmp_path, caplog):
+def test_module_that_fails_to_import_raises_for_pythons_own_traceback(pipeline, tmp_path):
+    # Luigi imports --module before its run starts: the error leaves as Python's own (exit 1, traceback).
     (tmp_path / f"{pipeline}_broken.py").write_text("import a_module_nobody_wrote\n")
-    with caplog.at_level(logging.DEBUG, logger="luigi-interface"):
-        assert exit_code("--module", f"{pipeline}_broken", "Ok", "--local-scheduler") == 4
-    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
-    assert errors == [
-        "Uncaught exception in luigi: ModuleNotFoundError: No module named 'a_module_nobody_wrote'"
-    ]
+    with pytest.raises(ModuleNotFoundError, match="a_module_nobody_wrote"):
+        run_with_retcodes(["--module", f"{pipeline}_broken", "Ok", "--local-scheduler"])
 
 
-def test_malformed_config_file_is_one_line_naming_it(pipeline, tmp_path, capsys):
+def test_malformed_config_file_is_one_line_naming_it_exit_1(pipeline, tmp_path, capsys):
     broken = tmp_path / "broken.cfg"
     broken.write_text("[core\nx = 1\n")
     configuration.add_config_path(str(broken))
-    assert run_task(pipeline, "Ok") == 4
+    assert run_task(pipeline, "Ok") == 1
     line = _one_error_line(capsys)
-    assert line.startswith("luigi: error: ") and "broken.cfg" in line and "line 1" in line
+    assert line.startswith("luigi.configuration.ConfigError: ") and "broken.cfg" in line and "line 1" in line
+
+
+def test_bad_retcode_flag_value_exits_1_as_luigi_reads_retcode_before_its_run(pipeline, capsys):
+    assert run_task(pipeline, "Ok", "--retcode-task-failed", "many") == 1
+    assert _one_error_line(capsys).startswith(
+        "luigi.cmdline_parser.InvalidParameterValueException: Invalid value for --retcode-task-failed"
+    )

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from luigi.rpc.address import unix_socket_url
 from luigi.rpc.client import RemoteScheduler, logger
-from luigi.rpc.errors import RPCError, SchedulerHTTPError
+from luigi.rpc.errors import NoSchedulerError, RPCError, SchedulerHTTPError
 from luigi.rpc.fetchers import HAS_REQUESTS, RequestsFetcher, URLLibFetcher
 from luigi.rpc.retry import retry_delay
 
 __all__ = [
     "HAS_REQUESTS",
+    "NoSchedulerError",
     "RPCError",
     "RemoteScheduler",
     "RequestsFetcher",

@@ -36,6 +36,7 @@ from luigi.rpc.calls import (
 )
 from luigi.rpc.connection import KeepAliveConnection
 from luigi.rpc.errors import (
+    NoSchedulerError,
     RPCError,
     SchedulerHTTPError,
     TransientError,
@@ -171,7 +172,7 @@ class RemoteScheduler(LuigiLayers):
     def flush(self) -> None:
         """Send every held call now; RPCError if the scheduler refused or failed any of them."""
         if self._layers_replaced():
-            self._send_through_layers(self._take_pipelined())
+            self._send_held_through_layers()
             return
         pipeline = self._own_pipeline()
         with pipeline.lock:
@@ -191,6 +192,16 @@ class RemoteScheduler(LuigiLayers):
                 aside.connection.close()
             self._close_fetcher()
 
+    def after_delivery(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the scheduler has answered every call made so far (now, if it has).
+
+        Held calls are answered later, so a line saying that one arrived waits for this (a call that
+        fails is never answered: its callback is never called).
+        """
+        pipeline = self._own_pipeline()
+        with pipeline.lock:
+            pipeline.after_delivery(callback)
+
     def ask_ahead(self, **get_work_kwargs: Any) -> bool:
         """Send the held calls and a ``get_work`` without waiting; ``take_ahead`` returns its response.
 
@@ -206,7 +217,7 @@ class RemoteScheduler(LuigiLayers):
                 return False
             self._read_sent(pipeline)
             calls = [*pipeline.take_held(), call]
-            if not self._send_unread(pipeline, SentRequest(calls, ahead=True)):
+            if not self._send_unread(pipeline, SentRequest(calls, pipeline.held_through, ahead=True)):
                 pipeline.hold_again(calls[:-1])  # they go with the next call, with its retries
                 return False
             pipeline.ahead_response = None
@@ -265,7 +276,7 @@ class RemoteScheduler(LuigiLayers):
         The server stops at the first refused call, so ``call`` does not run after a held call failed
         (the failure raises here, as a flush would). A server error in ``call`` alone asks again singly.
         """
-        held = pipeline.take_held()
+        held, through = pipeline.take_held(), pipeline.held_through
         try:
             reply = self._wire.fetch(
                 pipeline.connection, BATCH_URL_SUFFIX, batch_payload([*held, call], stop_on_error=True)
@@ -274,7 +285,7 @@ class RemoteScheduler(LuigiLayers):
             if exc.status not in _NO_BATCH_ENDPOINT:
                 raise self._undelivered(pipeline, exc, held) from exc
             self._stop_batching(exc)
-            self._send_one_by_one(pipeline, held)
+            self._send_one_by_one(pipeline, held, through)
             return self._send_one(f"api/{method.name}", call.kwargs_json, method.attempts, method.allow_null)
         errors = [
             error
@@ -284,6 +295,7 @@ class RemoteScheduler(LuigiLayers):
         self._found_our_server(pipeline)
         if errors:
             raise batch_failure(self._address.url, len(held), errors)
+        pipeline.delivered(through)
         return self._own_answer(method, call, reply[-1])
 
     def _own_answer(self, method: RpcMethod, call: EncodedCall, entry: dict[str, Any]) -> Any:
@@ -319,7 +331,7 @@ class RemoteScheduler(LuigiLayers):
 
     def _deliver_held(self, pipeline: Pipeline) -> None:
         """Send the held calls and wait for the answer (one by one to a server without ``_batch``)."""
-        calls = pipeline.take_held()
+        calls, through = pipeline.take_held(), pipeline.held_through
         if not calls:
             return
         if self._batching:
@@ -330,9 +342,9 @@ class RemoteScheduler(LuigiLayers):
                     raise self._undelivered(pipeline, exc, calls) from exc
                 self._stop_batching(exc)
             else:
-                self._check_batch_reply(pipeline, calls, reply)
+                self._check_batch_reply(pipeline, calls, through, reply)
                 return
-        self._send_one_by_one(pipeline, calls)
+        self._send_one_by_one(pipeline, calls, through)
 
     def _send_held_without_waiting(self, pipeline: Pipeline) -> None:
         """Send the held calls; the next use of the connection reads the answer.
@@ -345,7 +357,7 @@ class RemoteScheduler(LuigiLayers):
             self._deliver_held(pipeline)
             return
         calls = pipeline.take_held()
-        if calls and not self._send_unread(pipeline, SentRequest(calls)):
+        if calls and not self._send_unread(pipeline, SentRequest(calls, pipeline.held_through)):
             pipeline.hold_again(calls)
             self._deliver_held(pipeline)  # not even sent: the ordinary way, with its retries
 
@@ -388,26 +400,35 @@ class RemoteScheduler(LuigiLayers):
     ) -> None:
         """Act on the answer to a sent request: raise for refused held calls, keep an ahead response."""
         if not request.ahead:
-            self._check_batch_reply(pipeline, request.calls, reply)
+            self._check_batch_reply(pipeline, request.calls, request.through, reply)
             return
         held_errors = [error for error in errors if error.call is not request.calls[-1]]
         if held_errors:
             raise batch_failure(self._address.url, len(request.calls) - 1, held_errors)
+        pipeline.delivered(request.through)
         if not errors:
             pipeline.ahead_response = reply[-1]["response"]
 
-    def _check_batch_reply(self, pipeline: Pipeline, calls: list[EncodedCall], reply: Any) -> None:
+    def _check_batch_reply(
+        self, pipeline: Pipeline, calls: list[EncodedCall], through: int, reply: Any
+    ) -> None:
+        """Raise for the held calls (up to number ``through``) the answer refused; else they arrived."""
         errors = checked_batch_errors(self._address.url, calls, reply)
         self._found_our_server(pipeline)
         if errors:
             raise batch_failure(self._address.url, len(calls), errors)
+        pipeline.delivered(through)
 
-    def _send_one_by_one(self, pipeline: Pipeline, calls: list[EncodedCall]) -> None:
-        """Send held calls singly, in order; every failure is reported, none is skipped silently."""
+    def _send_one_by_one(self, pipeline: Pipeline, calls: list[EncodedCall], through: int) -> None:
+        """Send held calls (the last numbered ``through``) singly, in order; every failure is reported,
+        none is skipped silently."""
         failures: list[str] = []
+        first = through - len(calls) + 1
         for index, call in enumerate(calls):
             try:
                 self._send_one(f"api/{call.method}", call.kwargs_json, RPC_METHODS[call.method].attempts)
+                if not failures:  # a refused call before it is not delivered: the mark stays below it
+                    pipeline.delivered(first + index)
             except RPCError as exc:
                 if exc.status is None:  # no answer at all: the rest would fail the same way
                     earlier = f" (earlier: {summarise(failures)})" if failures else ""
@@ -448,7 +469,13 @@ class RemoteScheduler(LuigiLayers):
     ) -> RPCError:
         """``error`` naming the held calls it kept from being delivered; when the scheduler did not answer
         at all and ``retain_undelivered`` is set, they go back in front of ``pipeline``'s held calls."""
-        kept = pipeline is not None and self.retain_undelivered and error.status is None
+        # Never answered: there is nothing to ride out, and the exit flush must not wait for it again.
+        kept = (
+            pipeline is not None
+            and self.retain_undelivered
+            and error.status is None
+            and not isinstance(error, NoSchedulerError)
+        )
         if kept and pipeline is not None:
             pipeline.hold_again(calls)
         return undelivered(error, calls, also, kept)
@@ -468,12 +495,15 @@ class RemoteScheduler(LuigiLayers):
             pipeline.connection.set_timeout(self._connect_timeout)
         return pipeline
 
-    def _take_pipelined(self) -> list[EncodedCall]:
-        """The held calls, once the answers to requests already sent are read: Luigi's layers send them."""
+    def _send_held_through_layers(self) -> None:
+        """Send the held calls, once the answers to requests already sent are read, through Luigi's layers."""
         pipeline = self._own_pipeline()
         with pipeline.lock:
             self._read_sent(pipeline)
-            return pipeline.take_held()
+            calls, through = pipeline.take_held(), pipeline.held_through
+        self._send_through_layers(calls)
+        with pipeline.lock:
+            pipeline.delivered(through)
 
 
 def _whole_if_integral(seconds: float) -> float:

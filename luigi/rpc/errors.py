@@ -41,6 +41,21 @@ class TransientError(Exception):
         self.cause = cause
 
 
+class NoSchedulerError(RPCError):
+    """The scheduler has not answered once during this run: most likely a wrong URL or no luigid there.
+
+    Raised after the ordinary attempts (no ride-out). The message is one line naming the URL and the fix,
+    after Luigi's own words for running out of attempts (which users' tests may match).
+    """
+
+    def __init__(self, url: str, attempts: int, failure: BaseException | None) -> None:
+        super().__init__(  # no status even after 5xx answers: a proxy answered them, not a scheduler
+            f"Errors ({attempts} attempts) when connecting to remote scheduler {url!r}: "
+            f"{describe(failure)}; is luigid running there? --local-scheduler runs without one",
+            failure,
+        )
+
+
 def describe(failure: BaseException | None) -> str:
     """A failure in a few words for an RPCError message (``no answer`` when there was none)."""
     if failure is None:
@@ -83,6 +98,8 @@ def undelivered(
     error: RPCError, calls: Sequence[EncodedCall], also: str = "", kept: bool = False
 ) -> RPCError:
     """``error`` extended with the held calls it kept from being delivered (and whether they are kept)."""
+    if isinstance(error, NoSchedulerError):  # nothing was ever delivered: the one line says it all
+        return error
     names = sorted({call.method for call in calls})
     note = "; they are kept and sent with the next call" if kept else ""
     return RPCError(

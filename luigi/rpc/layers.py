@@ -61,7 +61,7 @@ class LuigiLayers:
         """Layer 1: what each generated RPC method does once a layer is replaced."""
         data = call_arguments(method, args, kwargs)
         json.dumps(data)  # a value JSON cannot carry fails here, before the calls held earlier are sent
-        self._send_through_layers(self._take_pipelined())
+        self._send_held_through_layers()
         return self._request(f"/api/{method.name}", data, **request_options(method))
 
     def _send_through_layers(self, calls: Sequence[EncodedCall]) -> None:
@@ -143,8 +143,8 @@ class LuigiLayers:
         fetcher = own["_fetcher"]
         return fetcher is not self._made_fetcher or not fetchers.untouched(fetcher)
 
-    def _take_pipelined(self) -> list[EncodedCall]:
-        """The calls the client's own path holds, which now go through the layers (the client's)."""
+    def _send_held_through_layers(self) -> None:
+        """Send the calls the client's own path holds through the layers, in order (the client's)."""
         raise NotImplementedError
 
     def _close_fetcher(self) -> None:

@@ -4,6 +4,11 @@ Calls whose answer nobody reads (``add_task``, status messages, ...) are *held*,
 the next request as one ``/api/_batch``. A request may be *sent* before its answer is read (a full hold
 sent while the worker walks on, or a ``get_work`` asked ahead while a task runs): the answers wait in
 ``sent``, oldest first, and are read before the connection carries anything else.
+
+Held calls are numbered in the order they were held (``held_through`` is the number of the last one), and
+``delivered_through`` says up to which number the scheduler has answered them: a caller that must not
+claim a call arrived before it did (the worker's "Informed scheduler" line) waits for that with
+``after_delivery``.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ class SentRequest:
     """
 
     calls: list[EncodedCall]
+    through: int  # the number of the last held call among them (see Pipeline.held_through)
     ahead: bool = False
 
 
@@ -59,11 +65,34 @@ class Pipeline:
         self.held_bytes = 0
         self.sent: deque[SentRequest] = deque()
         self.ahead_response: object = None  # the answer to a get_work asked ahead, once read
+        self.held_through = 0  # how many calls were ever held: the number of the last one
+        self.delivered_through = 0  # every held call up to this number has been answered
+        self._waiting: deque[tuple[int, Callable[[], None]]] = deque()  # (number, after_delivery callback)
 
     def hold(self, call: EncodedCall) -> None:
         """Keep ``call`` for the next request."""
         self.held.append(call)
         self.held_bytes += len(call.kwargs_json)
+        self.held_through += 1
+
+    def after_delivery(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once every call held so far is answered: now, if none is still waiting.
+
+        Calls taken and held again keep their numbers, so the held ones always end at ``held_through``.
+        A call dropped after an error is never answered: its callbacks wait for good.
+        """
+        if self.held_through <= self.delivered_through:
+            callback()
+        else:
+            self._waiting.append((self.held_through, callback))
+
+    def delivered(self, through: int) -> None:
+        """The scheduler answered the held calls up to number ``through``: run the callbacks due."""
+        if through <= self.delivered_through:
+            return
+        self.delivered_through = through
+        while self._waiting and self._waiting[0][0] <= through:
+            self._waiting.popleft()[1]()
 
     def hold_again(self, calls: Iterable[EncodedCall]) -> None:
         """Put calls that were not delivered back in front of the held ones, in their order."""

@@ -7,6 +7,10 @@ keeps asking, at most ``MAX_BACKOFF`` seconds apart (or ``rpc_retry_wait``, if l
 be back within a short ``worker_disconnect_delay`` of a restart), until the scheduler has been unreachable
 that long:
 Luigi's worker exits at once instead (a ride-out of 0). Answers refusing a request are never retried.
+
+Only a scheduler that has answered during this run is ridden out: one that never did is most likely a
+wrong URL or a luigid that is not running, so the client gives up after the ordinary attempts (no later
+than Luigi's client would) with ``NoSchedulerError``, whose one line names the URL and the fix.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
-from luigi.rpc.errors import RPCError, SchedulerHTTPError, TransientError, describe
+from luigi.rpc.errors import NoSchedulerError, RPCError, SchedulerHTTPError, TransientError, describe
 from luigi.rpc.hooks import rpc_logger
 
 __all__ = [
@@ -91,6 +95,7 @@ class RetryPolicy:
     sleep: Callable[[float], None] = real_sleep
     clock: Callable[[], float] = time.monotonic
     rng: random.Random = field(default_factory=random.Random)
+    answered: bool = False  # whether the scheduler has answered (other than 5xx) during this run
 
     @property
     def attempts(self) -> int:
@@ -105,24 +110,39 @@ class RetryPolicy:
     def run(self, what: str, attempt: Callable[[], T], ride_out: bool = True) -> T:
         """``attempt()``'s result; it raises TransientError for a failure worth asking again.
 
-        Raises RPCError once the attempts (and, when ``ride_out``, the ride-out) are used up.
+        Raises RPCError once the attempts (and, when ``ride_out``, the ride-out) are used up, or
+        NoSchedulerError when the scheduler has never answered during this run.
         """
         failure: BaseException | None = None
         started: float | None = None  # when the first attempt failed
         attempts = self.attempts
         for number in range(1, attempts + 1):
             try:
-                return attempt()
+                return self._answer_of(attempt)
             except TransientError as exc:
                 failure = exc.cause
                 if started is None:
                     started = self.clock()
             if number < attempts:
                 self._wait_before_retry(number, what, failure)
+        if not self.answered:
+            raise NoSchedulerError(self.url, attempts, failure)
         error = self._gave_up(failure)
         if not ride_out or self.ride_out <= 0 or started is None:
             raise error
         return self._ride_out(what, attempt, error, started)
+
+    def _answer_of(self, attempt: Callable[[], T]) -> T:
+        """``attempt()``, noting that the scheduler answered unless it raised TransientError."""
+        try:
+            result = attempt()
+        except TransientError:
+            raise
+        except RPCError:  # an answer refusing the request: the scheduler is there
+            self.answered = True
+            raise
+        self.answered = True
+        return result
 
     def _ride_out(self, what: str, attempt: Callable[[], T], error: RPCError, started: float) -> T:
         """Keep asking, the backoff still growing, until the scheduler answers or has been unreachable
@@ -135,7 +155,7 @@ class RetryPolicy:
             number += 1
             self.sleep(retry_delay(number, self._ride_out_cap(), self.rng))
             try:
-                result = attempt()
+                result = self._answer_of(attempt)
             except TransientError as exc:
                 error = self._gave_up(exc.cause)
                 continue

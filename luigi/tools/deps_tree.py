@@ -5,8 +5,10 @@ It takes the ``luigi`` command line but runs nothing::
     $ luigi-deps-tree --module reports Summary --date 2024-01-01
 
     └─--[Summary-{'date': '2024-01-01'} (PENDING)]
-       |--[Extract-{'date': '2024-01-01', 'part': '0'} (COMPLETE)]
-       └─--[Extract-{'date': '2024-01-01', 'part': '1'} (PENDING)]
+        |---[Extract-{'date': '2024-01-01', 'part': '0'} (COMPLETE)]
+        |   └─--[Source-{'part': '0'} (COMPLETE)]
+        └─--[Extract-{'date': '2024-01-01', 'part': '1'} (PENDING)]
+            └─--[Source-{'part': '1'} (PENDING)]
 
 Each node is ``[Class-{significant parameters} (STATUS)]``, the status in green (COMPLETE) or blue
 (PENDING) ANSI colours. A task reached along several paths is shown under each of them.
@@ -24,10 +26,11 @@ from luigi.tools._cli import one_line_errors
 
 __all__ = ["bcolors", "main", "print_tree"]
 
+# Luigi's drawing: four columns a level, the last child's branch a corner.
 LAST_BRANCH = "└─--"
-MIDDLE_BRANCH = "|--"
-UNDER_LAST = "   "
-UNDER_MIDDLE = "|  "
+MIDDLE_BRANCH = "|---"
+UNDER_LAST = "    "
+UNDER_MIDDLE = "|   "
 
 
 class bcolors:  # noqa: N801 (Luigi's name)
@@ -52,7 +55,7 @@ def print_tree(task: Task, indent: str = "", last: bool = True) -> str:
     """The tree below ``task`` as text: one line per node, each starting with a newline.
 
     ``indent`` is the prefix of the lines below this node's parent and ``last`` whether the node is its
-    parent's last child (``└─--`` then, ``|--`` otherwise).
+    parent's last child (``└─--`` then, ``|---`` otherwise).
     """
     branch, below = (LAST_BRANCH, UNDER_LAST) if last else (MIDDLE_BRANCH, UNDER_MIDDLE)
     params = task.to_str_params(only_significant=True)

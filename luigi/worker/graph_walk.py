@@ -20,6 +20,7 @@ from typing import Any
 
 from luigi import notifications
 from luigi.event import Event
+from luigi.rpc.errors import NoSchedulerError
 from luigi.scheduler_api import SchedulerAPI
 from luigi.task import Task
 from luigi.task_status import DISABLED, DONE, PENDING, UNKNOWN
@@ -52,8 +53,12 @@ class TaskLedger:
     is recorded for each of them.
     """
 
-    def __init__(self, scheduler: SchedulerAPI) -> None:
+    def __init__(
+        self, scheduler: SchedulerAPI, after_delivery: Callable[[Callable[[], None]], None] | None = None
+    ) -> None:
         self._scheduler = scheduler
+        # Our RPC client holds reports for its next request: "Informed scheduler" waits for the answer.
+        self._after_delivery = after_delivery if after_delivery is not None else _call_now
         self.tasks: dict[str, Task] = {}
         self.history: list[tuple[Task, str, bool | None]] = []
         self.batches: dict[str, list[Task]] = {}
@@ -62,6 +67,7 @@ class TaskLedger:
         """``add_task(**fields)`` to the scheduler (its client rides out an outage), recorded in ``history``.
 
         ``runnable`` is recorded as given (Luigi's default, True, when left out): after a run it is None.
+        The "Informed scheduler" line is logged once the scheduler has the report.
         """
         task_id, status = fields["task_id"], fields["status"]
         task = self.tasks.get(task_id)
@@ -75,7 +81,14 @@ class TaskLedger:
             if fields.get("params") is not None:
                 fields["param_visibilities"] = task._get_param_visibilities()
         self._scheduler.add_task(**fields)
-        logger.info("Informed scheduler that task   %s   has status   %s", task_id, status)
+        self._after_delivery(lambda: logger.info(INFORMED, task_id, status))
+
+
+INFORMED = "Informed scheduler that task   %s   has status   %s"
+
+
+def _call_now(callback: Callable[[], None]) -> None:
+    callback()
 
 
 class FailureEmails:
@@ -148,7 +161,10 @@ class GraphWalk:
         except Exception as exc:  # a bug or a broken scheduler: say which task it hit, then re-raise
             self.succeeded = False
             formatted = traceback.format_exc()
-            logger.exception("Luigi unexpected framework error while scheduling %s", task)
+            # A scheduler never there is no bug: its one-line message, printed once by the caller, says it
+            # all (Luigi's line stays, without the traceback).
+            trace = not isinstance(exc, NoSchedulerError)
+            logger.error("Luigi unexpected framework error while scheduling %s", task, exc_info=trace)
             task.trigger_event(Event.BROKEN_TASK, task, exc)
             self._emails.send_framework_error(task, formatted)
             raise

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, cast
 
-from luigi.rpc import RemoteScheduler
+from luigi.rpc import NoSchedulerError, RemoteScheduler, RPCError
 from luigi.scheduler_api import SchedulerAPI
 from luigi.worker.get_work_reply import WorkGrant
 from luigi.worker.leases import LeaseBook
@@ -88,7 +88,14 @@ class KeepAliveThread(threading.Thread):
                 response = self._scheduler.ping(worker=self._worker_id)
             else:
                 response = self._scheduler.ping(worker=self._worker_id, held=list(held))
-        except Exception:  # the scheduler may be briefly unreachable; the next ping will tell
+        except RPCError as exc:  # the scheduler may be briefly unreachable; the next ping will tell
+            if isinstance(exc, NoSchedulerError):  # the worker's own calls fail too, and say why once
+                logger.debug("Failed pinging scheduler: it has not answered during this run")
+            elif not self._failing:
+                logger.warning("Failed pinging scheduler: %s", exc)
+            self._failing = True
+            return
+        except Exception:  # not the scheduler's doing: the traceback says whose
             if not self._failing:
                 logger.warning("Failed pinging scheduler", exc_info=True)
             self._failing = True

@@ -111,7 +111,7 @@ class Worker:
         self.run_succeeded = True
         self.unfulfilled_counts: collections.Counter[str] = collections.Counter()
         self._completion_cache: dict[str, bool] | None = {} if self._config.cache_task_completion else None
-        self._ledger = TaskLedger(self._rpc)
+        self._ledger = TaskLedger(self._rpc, remote.after_delivery if remote is not None else None)
         self._emails = FailureEmails(self._config.send_failure_email, self.host)
         self._graph = GraphWalk(
             self._rpc,

@@ -25,6 +25,7 @@ from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from luigi.parameter import Parameter, ParameterVisibility
+from luigi.worker.progress import CLEAR_LINE
 
 if TYPE_CHECKING:
     from luigi.task import Task
@@ -144,6 +145,8 @@ class TaskLogSink:
                 text = self._decoder.decode(data)
         else:
             text = self._decoder.decode(data)
+        if CLEAR_LINE in text:  # a task's print on a terminal with the progress line: for the eye only
+            text = text.replace(CLEAR_LINE, "")
         self._add(self._masked(text, final=False))
 
     def _masked(self, text: str, final: bool) -> str:

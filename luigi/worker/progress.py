@@ -4,8 +4,10 @@ Shown only when the worker's standard error is a terminal and ``[core] progress`
 mail and redirected output stay byte for byte what they were. Log records written to that terminal by
 logging's stream handlers clear the line first and draw it again after, so the two never share a line
 (a task slot's records clear it, and the worker draws it again at its next change); the line is cleared
-before the worker returns, so the execution summary prints as it always did. What a task prints itself
-may still land on the line until the next redraw.
+before the worker returns, so the execution summary prints as it always did. What a task prints through
+``sys.stdout``/``sys.stderr``, in the worker or a task slot, starts on a cleared line too (the worker
+draws the line again at its next change). Output written to the descriptors directly (a subprocess's)
+is not seen here.
 """
 
 from __future__ import annotations
@@ -102,6 +104,41 @@ class _ClearingStream:
         return getattr(self._stream, name)
 
 
+class _ClearingPrints:
+    """``sys.stdout``/``sys.stderr`` while the line is up: each line a task prints starts by clearing it.
+
+    Whole lines go out in one write with the clearing in front, so that they work from a task slot (which
+    does not own the line) and through the output capture's pipes alike, and two slots printing at once
+    do not split each other's lines; a line not ended yet waits for its end or a flush.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._pending = ""
+        self._at_line_start = True
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        if "\n" in text:
+            lines, _, self._pending = self._pending.rpartition("\n")
+            self._emit(lines + "\n")
+        return len(text)  # what the caller wrote, as a stream reports it
+
+    def flush(self) -> None:
+        if self._pending:
+            text, self._pending = self._pending, ""
+            self._emit(text)
+        self._stream.flush()
+
+    def _emit(self, text: str) -> None:
+        prefix = CLEAR_LINE if self._at_line_start else ""
+        self._at_line_start = text.endswith("\n")
+        self._stream.write(prefix + text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 class ProgressLine:
     """Draws a ``Progress`` in place on ``stream`` (a terminal), throttled, and clears it at the end."""
 
@@ -113,6 +150,7 @@ class ProgressLine:
         self._started = time.monotonic()
         self._owner = os.getpid()  # a forked task slot inherits the wrapped log streams, not the line
         self._handlers: list[tuple[logging.StreamHandler[Any], Any]] = []
+        self._prints: list[tuple[str, TextIO]] = []  # ("stdout"/"stderr", the stream put back at the end)
 
     def owned_here(self) -> bool:
         """Whether this is the worker's process, not a task slot forked from it."""
@@ -145,12 +183,21 @@ class ProgressLine:
     def __enter__(self) -> ProgressLine:
         for handler in _terminal_handlers(self._stream):
             self._handlers.append((handler, handler.setStream(_ClearingStream(self, handler.stream))))
+        for name in ("stdout", "stderr"):
+            stream = getattr(sys, name)
+            if _same_terminal(stream, self._stream):
+                self._prints.append((name, stream))
+                setattr(sys, name, _ClearingPrints(stream))
         return self
 
     def __exit__(self, *exc: object) -> None:
         for handler, stream in self._handlers:
             handler.setStream(stream)
         self._handlers.clear()
+        for name, stream in self._prints:
+            getattr(sys, name).flush()  # a line the task left unended
+            setattr(sys, name, stream)
+        self._prints.clear()
         self.hide()
         self._text = ""
         self._stream.flush()

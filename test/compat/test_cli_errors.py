@@ -1,7 +1,8 @@
 """What a command line that cannot build its root task does (LUIGI_COMPAT j.15).
 
-``luigi.run()`` raises Luigi's own exceptions, unwrapped; the ``luigi`` command logs "Uncaught exception in
-luigi" at ERROR and exits with ``[retcode] unhandled_exception`` (4).
+``luigi.run()`` raises Luigi's own exceptions, unwrapped; the ``luigi`` command exits with ``[retcode]
+unhandled_exception`` (4), as Luigi does, and prints one line: the one Luigi's traceback ends with (the
+exception by its qualified name and its message), without the traceback.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def test_luigi_run_raises_task_class_not_found_for_a_bad_task_parameter_value():
         luigi.run(["TakesTask", "--other", "NoSuchTask", "--local-scheduler", "--no-lock"])
 
 
-def test_the_luigi_command_logs_an_uncaught_exception_and_exits_4(tmp_path):
+def test_the_luigi_command_prints_the_exceptions_last_traceback_line_and_exits_4(tmp_path):
     (tmp_path / "errors_pipeline.py").write_text(
         textwrap.dedent(
             """
@@ -49,7 +50,9 @@ def test_the_luigi_command_logs_an_uncaught_exception_and_exits_4(tmp_path):
             """
         )
     )
-    env = {**os.environ, "PYTHONPATH": str(tmp_path), "LUIGI_CONFIG_PATH": str(tmp_path / "none.cfg")}
+    pythonpath = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    (tmp_path / "empty.cfg").write_text("")
+    env = {**os.environ, "PYTHONPATH": pythonpath, "LUIGI_CONFIG_PATH": str(tmp_path / "empty.cfg")}
     done = subprocess.run(
         [sys.executable, "-m", "luigi", "--module", "errors_pipeline", "NeedsCount", "--local-scheduler"],
         capture_output=True,
@@ -59,10 +62,10 @@ def test_the_luigi_command_logs_an_uncaught_exception_and_exits_4(tmp_path):
         timeout=120,
     )
     assert done.returncode == 4
-    assert (
-        "ERROR: Uncaught exception in luigi: MissingParameterException: NeedsCount[args=(), kwargs={}]: "
+    assert done.stderr.splitlines() == [
+        "luigi.parameter.MissingParameterException: NeedsCount[args=(), kwargs={}]: "
         "requires the 'count' parameter to be set"
-    ) in done.stderr.splitlines()
+    ]
 
 
 def test_an_unknown_flag_is_an_argparse_error(capsys):

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 from helpers.fake_luigid import DROP, FakeLuigid, respond
 
-from luigi.rpc import RemoteScheduler, RPCError
+from luigi.rpc import NoSchedulerError, RemoteScheduler, RPCError
 
 WORKER = "w1"
 
@@ -247,13 +247,45 @@ def test_a_refusal_in_a_batch_sent_without_waiting_raises_from_the_next_call(ser
 
 def test_held_calls_that_cannot_be_delivered_are_reported_not_dropped():
     with FakeLuigid(batch=True) as server:
-        url = server.url
-    client = client_for(url, retry_attempts=2)
+        client = client_for(server.url, retry_attempts=2)
+        client.ping(worker=WORKER)  # the scheduler answered during this run; then it goes away
+        client.close()
     client.add_task(task_id="A()", worker=WORKER)
     client.set_task_progress_percentage("A()", 50)
     with pytest.raises(RPCError, match=r"Errors \(2 attempts\) .*2 held calls were not delivered") as error:
         client.flush()
     assert isinstance(error.value.sub_exception, ConnectionRefusedError)
+
+
+def test_after_delivery_waits_for_the_answer_to_the_calls_held_so_far():
+    with FakeLuigid(batch=True) as server:
+        client = client_for(server.url)
+        seen: list[str] = []
+        client.add_task(task_id="A()", worker=WORKER)
+        client.after_delivery(lambda: seen.append("A arrived"))
+        assert seen == []  # held: nothing was sent yet
+        client.flush()
+        assert seen == ["A arrived"]
+        client.after_delivery(lambda: seen.append("nothing held"))
+        assert seen == ["A arrived", "nothing held"]
+        client.close()
+
+
+def test_a_scheduler_that_never_answered_fails_with_one_line_and_holds_nothing_for_the_exit_flush():
+    with FakeLuigid(batch=True) as server:
+        url = server.url
+    ticks = iter(range(0, 10**6, 100))  # a clock racing ahead: a ride-out, if tried, ends at once
+    # The ride-out a worker sets: it is for a scheduler that answered, not for one never there.
+    client = client_for(url, retry_attempts=2, unreachable_timeout=600, clock=lambda: float(next(ticks)))
+    client.add_task(task_id="A()", worker=WORKER)
+    with pytest.raises(NoSchedulerError) as error:
+        client.flush()
+    assert str(error.value) == (
+        f"Errors (2 attempts) when connecting to remote scheduler {url.rstrip('/')!r}: "
+        "ConnectionRefusedError: [Errno 111] Connection refused; "
+        "is luigid running there? --local-scheduler runs without one"
+    )
+    assert client._own_pipeline().idle()  # so the flush at exit does not wait for it a second time
 
 
 def test_against_a_server_without_batches_held_calls_go_one_by_one_in_order(luigid):

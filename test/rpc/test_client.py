@@ -54,7 +54,7 @@ def rpc_like_methods(cls: type) -> set[str]:
 
 
 def test_the_client_has_exactly_the_registered_methods_as_the_scheduler_does():
-    client_only = {"flush", "close", "ask_ahead", "take_ahead"}
+    client_only = {"flush", "close", "ask_ahead", "take_ahead", "after_delivery"}
     assert rpc_like_methods(RemoteScheduler) - client_only == set(RPC_METHODS)
     assert rpc_like_methods(Scheduler) - SERVER_HOOKS == set(RPC_METHODS)
 

@@ -15,7 +15,7 @@ from helpers.fake_luigid import FakeLuigid, RecordedRequest, Reply
 
 from luigi.local_target import LocalTarget
 from luigi.parameter import IntParameter
-from luigi.rpc import RemoteScheduler, RPCError, SchedulerHTTPError
+from luigi.rpc import NoSchedulerError, RemoteScheduler, RPCError, SchedulerHTTPError
 from luigi.rpc.retry import MAX_BACKOFF, is_unreachable
 from luigi.task import Task
 from luigi.worker import Worker
@@ -151,6 +151,18 @@ def test_the_worker_gives_up_once_scheduler_unreachable_timeout_has_passed(tmp_p
         run_worker(server, clock, tmp_path, scheduler_unreachable_timeout=60)
     assert 60 <= sum(clock.sleeps) <= 60 + MAX_BACKOFF
     assert ReconnectMarker.runs == 0
+
+
+def test_a_scheduler_that_never_answered_is_not_ridden_out_it_fails_after_the_ordinary_attempts(
+    tmp_path, clock
+):
+    # A proxy answering 503 for a luigid that is not there: nothing to ride out (issue 38).
+    with (
+        RestartingLuigid({"add_task": 10_000}) as server,
+        pytest.raises(NoSchedulerError, match=r"Errors \(3 attempts\) .* is luigid running there\?"),
+    ):
+        run_worker(server, clock, tmp_path, scheduler_unreachable_timeout=600, ping_interval=3600)
+    assert len(clock.sleeps) == 2
 
 
 def test_a_timeout_of_zero_gives_up_after_the_ordinary_attempts_like_luigi(tmp_path, clock):

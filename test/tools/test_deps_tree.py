@@ -15,15 +15,15 @@ def test_the_colour_codes_are_the_ansi_ones():
     assert (bcolors.OKGREEN, bcolors.OKBLUE, bcolors.ENDC) == ("\033[92m", "\033[94m", "\033[0m")
 
 
-def test_luigi_deps_tree_prints_the_tree_with_statuses_and_significant_parameters(pipeline):
+def test_luigi_deps_tree_prints_luigis_tree_with_statuses_and_significant_parameters(pipeline):
     (pipeline.data / "raw-2024-01-02.txt").write_text("raw")
     done = pipeline.run("luigi-deps-tree", "--module", "tools_pipeline", "Report", "--day", "2024-01-02")
     assert done.stdout == (
         "\n"
         f"└─--[Report-{{'day': '2024-01-02'}} ({PENDING})]\n"
-        f"   |--[Clean-{{'day': '2024-01-02'}} ({PENDING})]\n"
-        f"   |  └─--[Raw-{{'day': '2024-01-02'}} ({COMPLETE})]\n"
-        f"   └─--[Lookup-{{}} ({PENDING})]\n"
+        f"    |---[Clean-{{'day': '2024-01-02'}} ({PENDING})]\n"
+        f"    |   └─--[Raw-{{'day': '2024-01-02'}} ({COMPLETE})]\n"
+        f"    └─--[Lookup-{{}} ({PENDING})]\n"
     )
 
 
@@ -59,7 +59,7 @@ class Top(Task):
         return {"whole": Whole(), "extra": Part(n=2)}
 
 
-def test_print_tree_draws_middle_and_last_branches_and_their_indents():
+def test_print_tree_draws_luigis_middle_and_last_branches_and_four_column_indents():
     MockFileSystem().clear()
     with MockTarget("part-1").open("w") as handle:
         handle.write("done")
@@ -67,13 +67,13 @@ def test_print_tree_draws_middle_and_last_branches_and_their_indents():
     assert tree.splitlines() == [
         "",
         f"└─--[Top-{{}} ({PENDING})]",
-        f"   |--[Whole-{{}} ({PENDING})]",
-        f"   |  |--[Part-{{'n': '0'}} ({PENDING})]",
-        f"   |  └─--[Part-{{'n': '1'}} ({COMPLETE})]",
-        f"   └─--[Part-{{'n': '2'}} ({PENDING})]",
+        f"    |---[Whole-{{}} ({PENDING})]",
+        f"    |   |---[Part-{{'n': '0'}} ({PENDING})]",
+        f"    |   └─--[Part-{{'n': '1'}} ({COMPLETE})]",
+        f"    └─--[Part-{{'n': '2'}} ({PENDING})]",
     ]
 
 
 def test_print_tree_of_a_middle_child_continues_the_parents_rail():
     MockFileSystem().clear()
-    assert print_tree(Part(n=5), indent="ab", last=False) == f"\nab|--[Part-{{'n': '5'}} ({PENDING})]"
+    assert print_tree(Part(n=5), indent="ab", last=False) == f"\nab|---[Part-{{'n': '5'}} ({PENDING})]"

@@ -25,6 +25,7 @@ class Leaf(luigi.Task):
         return luigi.LocalTarget(os.path.join(self.root, f"leaf-{self.n}"))
 
     def run(self):
+        print(f"printed by leaf {self.n}")
         with self.output().open("w") as out:
             out.write("x")
 
@@ -62,7 +63,9 @@ def run_luigi(tmp_path: Path, root: str, terminal: bool, progress: bool = True, 
     (tmp_path / "progress_pipeline.py").write_text(PIPELINE)
     config = tmp_path / f"luigi-{progress}.cfg"
     config.write_text(f"[core]\nprogress = {str(progress).lower()}\n")
-    env = {**os.environ, "PYTHONPATH": str(tmp_path), "LUIGI_CONFIG_PATH": str(config), "TERM": "xterm"}
+    # The tree under test stays first on the path (a worktree's, not whatever the venv installed).
+    pythonpath = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": pythonpath, "LUIGI_CONFIG_PATH": str(config), "TERM": "xterm"}
     command = [sys.executable, "-m", "luigi", "--module", "progress_pipeline", "Fan", "--root", root]
     command += ["--local-scheduler", "--workers", str(workers)]
     if not terminal:
@@ -126,3 +129,12 @@ def test_progress_false_keeps_a_terminal_free_of_the_line(tmp_path: Path) -> Non
     output = run_luigi(tmp_path, str(tmp_path / "a"), terminal=True, progress=False)
     assert "luigi: " not in output and CLEAR_LINE not in output
     assert SUMMARY in output
+
+
+def test_what_a_task_prints_clears_the_line_first_and_is_never_glued_to_it(tmp_path: Path) -> None:
+    for workers in (1, 2):  # the worker's own process, and task slots forked from it
+        output = run_luigi(tmp_path, str(tmp_path / f"w{workers}"), terminal=True, workers=workers)
+        printed = [line for line in output.split("\n") if "printed by leaf" in line]
+        assert len(printed) == 6, output
+        for line in printed:  # what is left on the line before the print's text was cleared first
+            assert line.rsplit(CLEAR_LINE, 1)[-1].startswith("printed by leaf"), (workers, repr(line))
