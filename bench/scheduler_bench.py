@@ -5,7 +5,8 @@
 
 Each case adds the graph the way a worker does (add_task PENDING with deps, leaves first reported as
 missing), then loops get_work / add_task DONE until nothing is left, with ``prune_on_get_work`` on as
-in local mode. No task runs: this measures the scheduler alone.
+in local mode. No task runs: this measures the scheduler alone. ``wide_res`` is ``wide`` with every
+leaf needing a unit of a resource, so each get_work takes the reservation walk (``rules.resources``).
 """
 
 from __future__ import annotations
@@ -19,12 +20,20 @@ from luigi.scheduler import Scheduler, SchedulerConfig
 WORKER = "bench-worker"
 
 
-def add_wide(sch: Scheduler, n: int) -> None:
-    """One root depending on n independent leaves."""
+RES_CAPACITY = 4
+
+
+def add_wide(sch: Scheduler, n: int, needs: dict[str, int] | None = None) -> None:
+    """One root depending on n independent leaves (each needing ``needs``)."""
     leaves = [f"Leaf_{i}" for i in range(n)]
     sch.add_task(worker=WORKER, task_id="Root", family="Root", deps=leaves)
     for i, leaf in enumerate(leaves):
-        sch.add_task(worker=WORKER, task_id=leaf, family="Leaf", params={"i": str(i)})
+        sch.add_task(worker=WORKER, task_id=leaf, family="Leaf", params={"i": str(i)}, resources=needs)
+
+
+def add_wide_res(sch: Scheduler, n: int) -> None:
+    """``wide``, with every leaf needing one unit of ``slot`` (capacity ``RES_CAPACITY``)."""
+    add_wide(sch, n, needs={"slot": 1})
 
 
 def add_chain(sch: Scheduler, n: int) -> None:
@@ -32,6 +41,9 @@ def add_chain(sch: Scheduler, n: int) -> None:
     for i in range(n - 1, -1, -1):
         deps = [f"Link_{i - 1}"] if i else []
         sch.add_task(worker=WORKER, task_id=f"Link_{i}", family="Link", params={"i": str(i)}, deps=deps)
+
+
+SHAPES = {"wide": add_wide, "chain": add_chain, "wide_res": add_wide_res}
 
 
 def run_all(sch: Scheduler) -> int:
@@ -47,9 +59,12 @@ def run_all(sch: Scheduler) -> int:
 
 def run_case(shape: str, n: int) -> dict[str, float]:
     gc.collect()  # do not bill this case for freeing the previous one
-    sch = Scheduler(SchedulerConfig(prune_on_get_work=True, record_task_history=False))
+    config = SchedulerConfig(
+        prune_on_get_work=True, record_task_history=False, resources={"slot": RES_CAPACITY}
+    )
+    sch = Scheduler(config)
     started = time.perf_counter()
-    (add_wide if shape == "wide" else add_chain)(sch, n)
+    SHAPES[shape](sch, n)
     added = time.perf_counter()
     completed = run_all(sch)
     finished = time.perf_counter()
@@ -66,16 +81,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--shapes", nargs="+", default=["wide", "chain"], choices=["wide", "chain"])
+    parser.add_argument("--shapes", nargs="+", default=["wide", "chain"], choices=sorted(SHAPES))
     parser.add_argument("--sizes", nargs="+", type=int, default=[1_000, 10_000, 100_000])
     args = parser.parse_args()
     header = ("shape", "N", "tasks", "add/s", "grant+done/s", "overall/s", "wall s")
-    print("{:<6} {:>8} {:>8} {:>10} {:>13} {:>10} {:>8}".format(*header))
+    print("{:<8} {:>8} {:>8} {:>10} {:>13} {:>10} {:>8}".format(*header))
     for shape in args.shapes:
         for n in args.sizes:
             r = run_case(shape, n)
             print(
-                f"{shape:<6} {n:>8} {r['tasks']:>8} {r['add_per_s']:>10.0f} {r['run_per_s']:>13.0f} "
+                f"{shape:<8} {n:>8} {r['tasks']:>8} {r['add_per_s']:>10.0f} {r['run_per_s']:>13.0f} "
                 f"{r['overall_per_s']:>10.0f} {r['wall_s']:>8.2f}"
             )
 

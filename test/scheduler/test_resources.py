@@ -143,10 +143,10 @@ def test_no_reservation_for_a_worker_that_has_not_asked_for_work_recently():
     assert granted(sch) == "Low"
 
 
-def test_no_reservation_for_a_worker_whose_processes_are_all_busy():
+def test_no_reservation_for_a_worker_whose_processes_are_all_busy_with_higher_priority_work():
     sch, _ = make_scheduler(resources={"db": 1})
-    sch.add_task(worker=OTHER, task_id="Busy")
-    assert granted(sch, OTHER) == "Busy"  # OTHER has its single process busy now
+    sch.add_task(worker=OTHER, task_id="Busy", priority=20)
+    assert granted(sch, OTHER) == "Busy"  # OTHER's single process is busy with work above High
     sch.add_task(worker=OTHER, task_id="High", resources={"db": 1}, priority=10)
     sch.add_task(worker=WORKER, task_id="Low", resources={"db": 1}, priority=1)
     assert granted(sch) == "Low"

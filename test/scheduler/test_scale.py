@@ -48,3 +48,16 @@ def test_tasks_blocked_on_a_busy_resource_are_skipped_as_a_group():
         assert granted(sch) == f"Free{i:05d}"
         sch.add_task(worker=WORKER, task_id=f"Free{i:05d}", status="DONE")
     assert inspected(sch) - before <= 5 * (N // 4)
+
+
+def test_holding_resources_back_costs_the_competing_processes_not_the_tasks_queued():
+    sch, _ = make_scheduler(resources={"db": 2})
+    sch.add_worker(worker="other", info={"workers": 2})
+    for i in range(N // 4):
+        sch.add_task(worker="other", task_id=f"High{i:05d}", resources={"db": 1}, priority=10)
+        sch.add_task(worker=WORKER, task_id=f"Low{i:05d}", resources={"db": 1}, priority=1)
+    assert granted(sch, "other") == "High00000"
+    before = inspected(sch)
+    for _ in range(N // 4):
+        assert granted(sch) is None  # other runs one High and will run the next: both units are held
+    assert inspected(sch) - before <= 10 * (N // 4)

@@ -10,8 +10,7 @@ place: a change pushes a fresh entry and stale ones are dropped when they reach 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 
 from luigi.scheduler.model.records import ResourceKey
 
@@ -40,7 +39,6 @@ class ReadyQueues:
     def __init__(self, is_valid: Validator) -> None:
         self._queues: dict[Owner, _OwnerQueue] = {}
         self._is_valid = is_valid
-        self._by_resource: dict[str, set[tuple[Owner, ResourceKey]]] = {}
         self.inspected = 0  # entries looked at so far: lets tests assert the algorithmic bound
 
     def offer(self, owner: Owner, key: RankKey, rkey: ResourceKey, live_bound: int) -> None:
@@ -55,8 +53,6 @@ class ReadyQueues:
         group = queue.groups.get(rkey)
         if group is None:
             group = queue.groups[rkey] = []
-            for name, _ in rkey:
-                self._by_resource.setdefault(name, set()).add((owner, rkey))
         heapq.heappush(group, key)
         queue.entries += 1
         if group[0] == key:
@@ -64,46 +60,24 @@ class ReadyQueues:
         if queue.entries > 2 * live_bound + _COMPACT_SLACK:
             self._compact(owner, queue)
 
-    @contextmanager
-    def scan(self, owner: Owner) -> Iterator[Iterator[tuple[RankKey, ResourceKey]]]:
-        """The owner's valid group heads, best first; the heads seen are put back when the scan ends.
-
-        The caller must not change task state while scanning (it decides, leaves, then grants).
-        """
-        seen: list[tuple[RankKey, ResourceKey]] = []
-        try:
-            yield self._heads(owner, seen)
-        finally:
-            queue = self._queues.get(owner)
-            if queue is not None:
-                for item in seen:
-                    heapq.heappush(queue.heads, item)
-
-    def _heads(
-        self, owner: Owner, seen: list[tuple[RankKey, ResourceKey]]
-    ) -> Iterator[tuple[RankKey, ResourceKey]]:
+    def head(self, owner: Owner) -> tuple[RankKey, ResourceKey] | None:
+        """The owner's best valid entry and its group, left queued (None when it has none)."""
         queue = self._queues.get(owner)
         if queue is None:
-            return
-        seen_groups: set[ResourceKey] = set()
+            return None
         refiled: set[ResourceKey] = set()
         while queue.heads:
-            head_key, rkey = heapq.heappop(queue.heads)
-            if rkey in seen_groups:
-                continue  # a duplicate head entry: the one already seen is restored at the end
+            head_key, rkey = queue.heads[0]
             top = self.peek(owner, rkey)
-            if top is None:
-                continue
-            if top != head_key:
-                # The group's head moved down: re-file it under its real head, once per scan, so stale
+            if top == head_key:
+                return head_key, rkey
+            heapq.heappop(queue.heads)
+            if top is not None and top > head_key and rkey not in refiled:
+                # The group's head moved down: re-file it under its real head, once per call, so stale
                 # entries die out instead of multiplying.
-                if top > head_key and rkey not in refiled:
-                    refiled.add(rkey)
-                    heapq.heappush(queue.heads, (top, rkey))
-                continue
-            seen_groups.add(rkey)
-            seen.append((head_key, rkey))
-            yield head_key, rkey
+                refiled.add(rkey)
+                heapq.heappush(queue.heads, (top, rkey))
+        return None
 
     def peek(self, owner: Owner, rkey: ResourceKey) -> RankKey | None:
         """The best valid entry of one of the owner's groups, dropping stale entries on the way."""
@@ -120,12 +94,17 @@ class ReadyQueues:
             queue.entries -= 1
             if queue.markers.get(key[2]) == (key, rkey):
                 del queue.markers[key[2]]
-        self._drop_group(owner, queue, rkey)
+        del queue.groups[rkey]
         return None
 
-    def groups_needing(self, resource: str) -> list[tuple[Owner, ResourceKey]]:
-        """Every (owner, signature) group whose tasks need ``resource``."""
-        return list(self._by_resource.get(resource, ()))
+    def walk(self, owners: Iterable[Owner]) -> ReadyWalk:
+        """The valid entries of several owners' queues merged in rank order (see ``ReadyWalk``)."""
+        groups: list[tuple[Owner, ResourceKey, list[RankKey]]] = []
+        for owner in owners:
+            queue = self._queues.get(owner)
+            if queue is not None:
+                groups.extend((owner, rkey, heap) for rkey, heap in queue.groups.items() if heap)
+        return ReadyWalk(self, groups)
 
     def add_owner(self, owner: Owner) -> None:
         """Start keeping a (so far empty) queue for ``owner``."""
@@ -137,22 +116,7 @@ class ReadyQueues:
 
     def drop_owner(self, owner: Owner) -> None:
         """Forget everything queued for an owner (a worker that left)."""
-        queue = self._queues.pop(owner, None)
-        if queue is not None:
-            for rkey in list(queue.groups):
-                self._unindex(owner, rkey)
-
-    def _drop_group(self, owner: Owner, queue: _OwnerQueue, rkey: ResourceKey) -> None:
-        del queue.groups[rkey]
-        self._unindex(owner, rkey)
-
-    def _unindex(self, owner: Owner, rkey: ResourceKey) -> None:
-        for name, _ in rkey:
-            holders = self._by_resource.get(name)
-            if holders is not None:
-                holders.discard((owner, rkey))
-                if not holders:
-                    del self._by_resource[name]
+        self._queues.pop(owner, None)
 
     def _compact(self, owner: Owner, queue: _OwnerQueue) -> None:
         """Rebuild an owner's heaps from their valid entries once stale ones dominate."""
@@ -163,7 +127,7 @@ class ReadyQueues:
             live = [key for key in group if self._is_valid(owner, key, rkey)]
             self.inspected += len(group)
             if not live:
-                self._drop_group(owner, queue, rkey)
+                del queue.groups[rkey]
                 continue
             heapq.heapify(live)
             queue.groups[rkey] = live
@@ -172,3 +136,99 @@ class ReadyQueues:
             for key in live:
                 queue.markers[key[2]] = (key, rkey)
         heapq.heapify(queue.heads)
+
+
+# (rank, group number, index in that group's heap): one place a walk has reached
+_WalkEntry = tuple[RankKey, int, int]
+
+
+class ReadyWalk:
+    """Ready entries of several owners, best first, read without changing any heap: a group's heap
+    array is walked as the tree it is (an entry's children rank after it), so a walk that stops after
+    k entries costs O(k log k) whatever the queues hold.
+
+    The walker may drop a group or an owner on the way; their remaining entries are then passed over
+    without reading further into them. Tasks queued for several owners come once per owner. Stale
+    entries a walk finds on top of a group are dropped from it (as ``peek`` does); nothing else may
+    change the queues while a walk is in use.
+    """
+
+    def __init__(self, queues: ReadyQueues, groups: list[tuple[Owner, ResourceKey, list[RankKey]]]) -> None:
+        self._queues = queues
+        self._groups = groups
+        self._live = [True] * len(groups)  # by group number: False once dropped
+        self._dropped_owners: set[Owner] = set()
+        self._frontier: list[_WalkEntry] = [
+            (heap[0], number, 0) for number, (_, _, heap) in enumerate(groups)
+        ]
+        heapq.heapify(self._frontier)
+        self._popped: _WalkEntry | None = None  # its children join the frontier at the next step
+        self._next: RankKey | None = None  # the frontier's top, found valid, until it is popped or dropped
+
+    def next_key(self) -> RankKey | None:
+        """The rank of the next valid entry, None when there is none."""
+        if self._next is not None:
+            return self._next
+        self._next = self._find_next()
+        return self._next
+
+    def _find_next(self) -> RankKey | None:
+        if self._popped is not None:
+            self._reach_below(self._popped)  # not earlier: the walker may have dropped its group since
+            self._popped = None
+        frontier, live, is_valid = self._frontier, self._live, self._queues._is_valid
+        while frontier:
+            key, number, index = entry = frontier[0]
+            if not live[number]:
+                heapq.heappop(frontier)  # its subtree is dropped with it
+                continue
+            owner, rkey, _ = self._groups[number]
+            if index == 0:  # a group's top, nothing below it read yet: stale tops may leave the heap now
+                top = self._queues.peek(owner, rkey)
+                if top == key:
+                    return key
+                heapq.heappop(frontier)
+                if top is not None:
+                    heapq.heappush(frontier, (top, number, 0))
+                    if frontier[0][1] == number:
+                        return top
+                continue
+            self._queues.inspected += 1
+            if is_valid(owner, key, rkey):
+                return key
+            heapq.heappop(frontier)
+            self._reach_below(entry)  # deeper stale entries stay (the heap must not change under the walk)
+        return None
+
+    def pop(self) -> tuple[RankKey, Owner, ResourceKey, int]:
+        """The next valid entry, and its group's number for ``drop_group`` (call ``next_key`` first: it
+        must not be None)."""
+        self._popped = entry = heapq.heappop(self._frontier)
+        self._next = None
+        owner, rkey, _ = self._groups[entry[1]]
+        return entry[0], owner, rkey, entry[1]
+
+    def drop_group(self, number: int) -> None:
+        """Pass over the rest of a group (numbered as ``pop`` said)."""
+        self._live[number] = False
+        self._next = None
+
+    def drop_owner(self, owner: Owner) -> None:
+        """Pass over the rest of an owner's queue."""
+        if owner in self._dropped_owners:
+            return
+        self._dropped_owners.add(owner)
+        for number, (group_owner, _, _) in enumerate(self._groups):
+            if group_owner == owner:
+                self._live[number] = False
+                self._next = None
+
+    def _reach_below(self, entry: _WalkEntry) -> None:
+        """Add an entry's children in its group's heap to the frontier, unless its group was dropped."""
+        _, number, index = entry
+        if not self._live[number]:
+            return
+        heap = self._groups[number][2]
+        for child in (2 * index + 1, 2 * index + 2):
+            if child < len(heap):
+                heapq.heappush(self._frontier, (heap[child], number, child))

@@ -13,7 +13,7 @@ from itertools import islice
 
 from luigi.scheduler.model.records import TaskRecord
 from luigi.scheduler.model.state import SchedulerState, rank_key
-from luigi.scheduler.rules.resources import ResourceView
+from luigi.scheduler.rules.resources import Reservation
 from luigi.task_status import PENDING, RUNNING
 
 AHEAD_SCAN = 256  # dependents of an assumed task looked at, at most, for a task to choose ahead of it
@@ -38,8 +38,7 @@ def choose_ahead_of(
         and task.status == RUNNING
         and task.worker_running == worker_id
     }
-    view = ResourceView(state, worker_id)
-    best: TaskRecord | None = None
+    found: dict[str, TaskRecord] = {}
     for task_id in assumed:
         for dependent_id in islice(state.dependents.get(task_id, ()), AHEAD_SCAN):
             task = state.tasks.get(dependent_id)
@@ -49,16 +48,27 @@ def choose_ahead_of(
                 continue  # it waits for something else too
             if not (task.runnable if assistant else worker_id in task.workers):
                 continue
-            if best is not None and rank_key(task) >= rank_key(best):
-                continue
-            if _would_batch(state, task, worker_id):
-                continue
-            if task.resource_key and not view.grantable(rank_key(task), task.resource_key):
-                continue
-            best = task
+            if not _would_batch(state, task, worker_id):
+                found[task.id] = task
+    best = _first_that_fits(state, worker_id, assistant, sorted(found.values(), key=rank_key))
     if best is None:
         return None
     return best, sorted(best.deps & assumed)
+
+
+def _first_that_fits(
+    state: SchedulerState, worker_id: str, assistant: bool, ranked: list[TaskRecord]
+) -> TaskRecord | None:
+    """The first of ``ranked`` that fits what is in use and what higher-ranked work reserves, as a
+    ready task would (``Reservation``)."""
+    reservation: Reservation | None = None
+    for task in ranked:
+        if not task.resource_key:
+            return task
+        reservation = reservation or Reservation(state, worker_id, assistant)
+        if reservation.admits(rank_key(task), task.resource_key):
+            return task
+    return None
 
 
 def more_tasks_allowed(state: SchedulerState, assistant: bool, max_tasks: int) -> int:

@@ -7,9 +7,10 @@ worker may run whose resources fit, extended into a batch when the worker batche
 marks the choice RUNNING (or BATCH_RUNNING) and builds the reply's task fields, with ``more_tasks``
 when the worker asks for several.
 
-The candidates come from the ready queues, so the cost is O(log n) per choice plus the resource
-signatures looked at above the chosen task. A signature that does not fit what is running is
-skipped as a whole and never blocks a lower task that fits.
+The candidates come from the ready queues, so the cost is O(log n) per choice when the worker's best
+ready task needs no resources (it always fits). Otherwise Luigi's reservation walk
+(``resources.Reservation``) decides, at a cost bounded by the active workers' processes, the running
+tasks and the resource signatures queued, not by the number of tasks.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from luigi.scheduler.model.ready import ASSISTANTS
 from luigi.scheduler.model.records import TaskRecord
 from luigi.scheduler.model.state import SchedulerState, rank_key
 from luigi.scheduler.rules import ahead, leases, policy
-from luigi.scheduler.rules.resources import ResourceView
+from luigi.scheduler.rules.resources import Reservation
 from luigi.scheduler.rules.transitions import StatusRules, reset_orphaned_batch_members
 from luigi.task_history import TaskHistory
 from luigi.task_status import PENDING, RUNNING
@@ -167,15 +168,16 @@ def choose_work(state: SchedulerState, worker_id: str, assistant: bool) -> Selec
     owner = ASSISTANTS if assistant else worker_id
     if assistant:
         state.enable_assistant_queue()
-    view = ResourceView(state, worker_id)
-    best: TaskRecord | None = None
-    with state.ready.scan(owner) as heads:
-        for key, rkey in heads:
-            if not rkey or view.grantable(key, rkey):
-                best = state.tasks[key[2]]
-                break
-    if best is None:
+    head = state.ready.head(owner)
+    if head is None:
         return None
+    key, rkey = head
+    if rkey:  # what it needs may be held for higher-ranked work: Luigi's walk decides
+        best = Reservation(state, worker_id, assistant).first_grantable()
+        if best is None:
+            return None
+    else:  # a task that needs nothing always fits: the walk would take it first
+        best = state.tasks[key[2]]
     return _with_batch(state, best, worker_id, assistant)
 
 

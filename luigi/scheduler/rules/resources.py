@@ -1,30 +1,29 @@
 """What fits: units held by running tasks against capacities, and what higher-ranked work reserves.
 
-Before a task that needs resources is chosen, higher-ranked ready tasks that other active workers with
-free slots could take reserve their resources first (Luigi's greedy reservation, approximated by each
-competing group's best task), so a low-priority task does not take a resource a higher-priority task
-is about to need. A resource that is not configured has capacity 1.
+Before a task that needs resources is chosen, higher-ranked tasks reserve theirs as Luigi's greedy
+reservation does (``Reservation``), so a low-priority task does not take a resource a higher-priority
+task is about to need. A resource that is not configured has capacity 1.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from operator import itemgetter
 from typing import Any
 
-from luigi.scheduler.model.ready import RankKey
+from luigi.scheduler.model.ready import ASSISTANTS, Owner, RankKey
 from luigi.scheduler.model.records import ResourceKey, TaskRecord
-from luigi.scheduler.model.state import SchedulerState
+from luigi.scheduler.model.state import SchedulerState, rank_key
 from luigi.task_status import RUNNING
 
 
-def capacity(capacities: Mapping[str, Any], name: str) -> Any:
-    """A resource's capacity; one that is not configured has capacity 1."""
-    return capacities.get(name, 1)
-
-
 def fits(needed: Iterable[tuple[str, Any]], used: Mapping[str, Any], capacities: Mapping[str, Any]) -> bool:
-    """Whether ``needed`` (name, amount) pairs fit next to what is ``used``."""
-    return all(amount + used.get(name, 0) <= capacity(capacities, name) for name, amount in needed)
+    """Whether ``needed`` (name, amount) pairs fit next to what is ``used``; a resource that is not
+    configured has capacity 1."""
+    for name, amount in needed:  # a loop, not all(...): this runs several times per get_work
+        if amount + used.get(name, 0) > capacities.get(name, 1):
+            return False
+    return True
 
 
 def add_amounts(total: dict[str, Any], amounts: Iterable[tuple[str, Any]]) -> None:
@@ -52,69 +51,107 @@ def check_resource_amounts(what: str, resources: Any) -> dict[str, Any]:
     return dict(resources)
 
 
-class ResourceView:
-    """Resource usage and competing workers' free slots, computed once per ``get_work`` when needed."""
+class Reservation:
+    """Luigi's greedy reservation (LUIGI_COMPAT j.2), walked for one ``get_work`` call.
 
-    def __init__(self, state: SchedulerState, worker_id: str) -> None:
+    Each worker that asked for work within ``worker_disconnect_delay`` has a budget of its ``workers``
+    processes. Walking RUNNING and ready tasks by rank, a running task spends a unit of its runner's
+    budget and adds what it holds to the *reserved* tally; a ready task that fits capacity above the
+    tally is the caller's choice if the caller may run it and it fits what is in use, else the first
+    of its workers with budget spends a unit on it and its needs join the tally. So a waiting task
+    holds its resources against every lower-ranked one, the caller's own included.
+
+    The walk reads the ready queues of the caller and of the workers with budget left, passing over a
+    signature that no longer fits the tally (the tally only grows) and a worker whose budget is spent:
+    every task it looks at spends a unit or ends a group, so its cost is bounded by the processes,
+    running tasks and signatures, not by the tasks queued.
+    """
+
+    def __init__(self, state: SchedulerState, worker_id: str, assistant: bool) -> None:
         self.state = state
         self.worker_id = worker_id
-        self._used: dict[str, Any] | None = None
-        self._slots: dict[str, int] | None = None
+        self.assistant = assistant
+        self.caller: Owner = ASSISTANTS if assistant else worker_id
+        self.budget = _active_processes(state)
+        running = state.by_status[RUNNING].values()
+        self.used = used_resources(running)
+        self.tally: dict[str, Any] = {}
+        self._running = [(rank_key(task), task) for task in running if task.worker_running in self.budget]
+        self._running.sort(key=itemgetter(0), reverse=True)  # the best last, taken from the end
+        others = [w for w, processes in self.budget.items() if w != worker_id and processes > 0]
+        self._walk = state.ready.walk([self.caller, *others])
+        self._seen: set[str] = set()
+        self.found: TaskRecord | None = None
 
-    @property
-    def used(self) -> dict[str, Any]:
-        """Units held by RUNNING tasks, computed on first use."""
-        if self._used is None:
-            self._used = used_resources(self.state.by_status[RUNNING].values())
-        return self._used
+    def first_grantable(self) -> TaskRecord | None:
+        """The caller's best ready task that fits what is in use and what the walk above it reserves."""
+        self._walk_above(None)
+        return self.found
 
-    def grantable(self, key: RankKey, rkey: ResourceKey) -> bool:
-        """Whether a task needing ``rkey`` fits now, after higher-ranked tasks of others reserve theirs."""
+    def admits(self, key: RankKey, rkey: ResourceKey) -> bool:
+        """Whether a task of the caller's ranked ``key`` and needing ``rkey`` would be its choice (for a
+        task granted ahead). Keys asked about must not decrease."""
+        self._walk_above(key)
         capacities = self.state.resources
-        if not fits(rkey, self.used, capacities):
-            return False
-        reserved = self._reserved_above(key, rkey)
-        if not reserved:
-            return True
-        total = dict(self.used)
-        add_amounts(total, reserved.items())
-        return fits(rkey, total, capacities)
+        return self.found is None and fits(rkey, self.tally, capacities) and fits(rkey, self.used, capacities)
 
-    def _reserved_above(self, key: RankKey, rkey: ResourceKey) -> dict[str, Any]:
-        slots = dict(self._free_slots())
-        reserved: dict[str, Any] = {}
-        counted: set[str] = set()
-        for name, _ in rkey:
-            for owner, other in self.state.ready.groups_needing(name):
-                if owner is None or owner == self.worker_id or slots.get(owner, 0) <= 0:
-                    continue  # assistants (owner None) reserve nothing: no task lists them
-                head = self.state.ready.peek(owner, other)
-                if head is None or head >= key or head[2] in counted:
-                    continue
-                if not fits(other, self.used, self.state.resources):
-                    continue  # it cannot start either, so it reserves nothing
-                slots[owner] -= 1
-                counted.add(head[2])
-                add_amounts(reserved, other)
-        return reserved
+    def _walk_above(self, until: RankKey | None) -> None:
+        """Walk the tasks ranked before ``until`` (None: all) until the caller's choice is found."""
+        running, walk = self._running, self._walk
+        while self.found is None:
+            ready_key = walk.next_key()
+            if running and (ready_key is None or running[-1][0] < ready_key):
+                if until is not None and running[-1][0] >= until:
+                    return
+                self._pass_running(running.pop()[1])
+            elif ready_key is None or (until is not None and ready_key >= until):
+                return
+            else:
+                self._pass_ready(*walk.pop())
 
-    def _free_slots(self) -> dict[str, int]:
-        """Idle processes of the other workers that asked for work recently."""
-        if self._slots is None:
-            state = self.state
-            recent = state.clock() - state.config.worker_disconnect_delay
-            self._slots = {
-                worker.id: _declared_processes(worker.info)
-                for worker in state.workers.values()
-                if worker.id != self.worker_id
-                and worker.last_get_work is not None
-                and worker.last_get_work > recent
-                and worker.enabled
-            }
-            for task in state.by_status[RUNNING].values():
-                if task.worker_running in self._slots:
-                    self._slots[task.worker_running] -= 1
-        return self._slots
+    def _pass_running(self, task: TaskRecord) -> None:
+        runner = task.worker_running
+        assert runner is not None  # only tasks of active runners are walked
+        self._spend(runner)
+        held = task.resources_running if task.resources_running is not None else task.resources
+        add_amounts(self.tally, held.items())
+
+    def _pass_ready(self, key: RankKey, owner: Owner, rkey: ResourceKey, group: int) -> None:
+        task = self.state.tasks[key[2]]
+        if task.id in self._seen:
+            return  # met before in another owner's queue
+        self._seen.add(task.id)
+        capacities = self.state.resources
+        if not fits(rkey, self.tally, capacities):
+            self._walk.drop_group(group)
+            return
+        may_run = (self.assistant and task.runnable) or self.worker_id in task.workers
+        if may_run and fits(rkey, self.used, capacities):
+            self.found = task
+            return
+        candidates = [*task.workers, self.worker_id] if self.assistant else task.workers
+        spender = next((w for w in candidates if self.budget.get(w, 0) > 0), None)
+        if spender is not None:
+            self._spend(spender)
+            add_amounts(self.tally, rkey)
+        if owner == self.caller and self.budget.get(self.worker_id, 0) <= 0:
+            if not fits(rkey, self.used, capacities):
+                self._walk.drop_group(group)  # the caller can neither run nor reserve these
+
+    def _spend(self, worker_id: str) -> None:
+        self.budget[worker_id] -= 1
+        if self.budget[worker_id] <= 0 and worker_id != self.worker_id:
+            self._walk.drop_owner(worker_id)
+
+
+def _active_processes(state: SchedulerState) -> dict[str, int]:
+    """Declared processes of each worker that asked for work within ``worker_disconnect_delay``."""
+    recent = state.clock() - state.config.worker_disconnect_delay
+    return {
+        worker.id: _declared_processes(worker.info)
+        for worker in state.workers.values()
+        if worker.last_get_work is not None and worker.last_get_work > recent
+    }
 
 
 def _declared_processes(info: dict[str, Any]) -> int:
