@@ -35,7 +35,15 @@ from luigi.contrib.lsf_runner import JOB_FILE, JOB_FORMAT, RESULT_DONE, RESULT_F
 from luigi.target import FileSystemTarget
 from luigi.task import flatten
 
-__all__ = ["LSFJobTask", "LocalLSFJobTask", "LSFJobError", "TaskNotRebuildableError", "kill_job", "track_job"]
+__all__ = [
+    "BjobsFailedError",
+    "LSFJobError",
+    "LSFJobTask",
+    "LocalLSFJobTask",
+    "TaskNotRebuildableError",
+    "kill_job",
+    "track_job",
+]
 
 logger = logging.getLogger("luigi-interface")
 
@@ -47,10 +55,16 @@ STDERR_FILE = "job.err"
 _RUNNING_STATES = {"RUN": task_status.RUNNING}
 _WAITING_STATES = {"PEND", "PSUSP", "USUSP", "SSUSP", "WAIT", "PROV"}
 _ERROR_TAIL_LINES = 20
+# Consecutive failed bjobs calls (LSF's master restarting, say) before the job is given up and killed.
+_BJOBS_ATTEMPTS = 5
 
 
 class LSFJobError(RuntimeError):
     """The LSF job did not finish its work: submission refused, job exited, killed or lost."""
+
+
+class BjobsFailedError(LSFJobError):
+    """bjobs gave no state for a job (LSF's master unreachable, say)."""
 
 
 class TaskNotRebuildableError(ValueError):
@@ -58,9 +72,21 @@ class TaskNotRebuildableError(ValueError):
 
 
 def track_job(job_id: int) -> str:
-    """The job's LSF state (``RUN``, ``PEND``, ``DONE``, ``EXIT``...); empty when LSF does not know it."""
-    result = subprocess.run(["bjobs", "-noheader", "-o", "stat", str(job_id)], capture_output=True, text=True)
-    return result.stdout.strip()
+    """The job's LSF state (``RUN``, ``PEND``, ``DONE``, ``EXIT``...); empty when bjobs gives none."""
+    return _bjobs(job_id).stdout.strip()
+
+
+def _bjobs(job_id: int) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bjobs", "-noheader", "-o", "stat", str(job_id)], capture_output=True, text=True)
+
+
+def _job_state(job_id: int) -> str:
+    """The job's state, empty when LSF does not know the job; BjobsFailedError when bjobs itself failed."""
+    answer = _bjobs(job_id)
+    state = answer.stdout.strip()
+    if state or "is not found" in answer.stderr:
+        return state
+    raise BjobsFailedError(f"exit {answer.returncode}: {answer.stderr.strip() or 'no output'}")
 
 
 def kill_job(job_id: int) -> None:
@@ -194,7 +220,12 @@ class LSFJobTask(luigi.Task):
 
     def _submit(self) -> int:
         command = self._bsub_command()
-        result = subprocess.run(command, cwd=self.tmp_dir, capture_output=True, text=True)
+        try:
+            result = subprocess.run(command, cwd=self.tmp_dir, capture_output=True, text=True)
+        except FileNotFoundError:
+            raise LSFJobError(
+                "bsub is not on PATH: run on a host with LSF's client commands, or use LocalLSFJobTask"
+            ) from None
         match = re.search(r"<(\d+)>", result.stdout)
         if result.returncode != 0 or match is None:
             raise LSFJobError(
@@ -220,7 +251,7 @@ class LSFJobTask(luigi.Task):
     def _track_job(self, job_id: int) -> None:
         """Poll bjobs every ``poll_time`` seconds until the job ends; LSFJobError unless it did its work."""
         while True:
-            state = track_job(job_id)
+            state = self._job_state_retrying(job_id)
             if state in _RUNNING_STATES or state in _WAITING_STATES:
                 self.job_status = _RUNNING_STATES.get(state, task_status.PENDING)
                 time.sleep(self.poll_time)
@@ -230,6 +261,22 @@ class LSFJobTask(luigi.Task):
                 return
             self.job_status = task_status.FAILED
             raise LSFJobError(self._failure_message(job_id, state))
+
+    def _job_state_retrying(self, job_id: int) -> str:
+        """The job's state, asking again after a failed bjobs, up to ``_BJOBS_ATTEMPTS`` times in a row."""
+        for attempt in range(1, _BJOBS_ATTEMPTS + 1):
+            try:
+                return _job_state(job_id)
+            except BjobsFailedError as error:
+                logger.warning(
+                    "bjobs failed for LSF job %s (%d of %d): %s", job_id, attempt, _BJOBS_ATTEMPTS, error
+                )
+                last_error = error
+                time.sleep(self.poll_time)
+        raise BjobsFailedError(
+            f"bjobs failed {_BJOBS_ATTEMPTS} times in a row for LSF job {job_id} ({self.task_id}), "
+            f"which is killed; last: {last_error}"
+        )
 
     def _runner_reported_done(self) -> bool:
         """Whether the runner finished ``work()``: the answer once LSF has forgotten the job."""

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from helpers import lsf_standin
-from helpers.lsf_tasks import FailsInTheJob, WritesWhereItRan
+from helpers.lsf_tasks import FailsInTheJob, RunsUntilKilled, WritesWhereItRan
 from helpers.luigid import wait_until
 
 import luigi
@@ -179,6 +179,33 @@ def test_a_worker_stopped_while_the_job_runs_kills_the_job(
         finally:
             run.kill()
 
+    wait_until(lambda: lsf.states() == {"101": "EXIT"}, timeout=10, what="the job to be killed")
+
+
+def test_a_brief_bjobs_outage_is_waited_out(lsf: StandIn, shared: Path, tmp_path: Path) -> None:
+    (lsf.spool / "down").write_text("3")
+    task = WritesWhereItRan(path=str(tmp_path / "out.json"), shared_tmp_dir=str(shared), **FAST)
+
+    assert luigi.build([task], local_scheduler=True)
+
+    assert (lsf.spool / "down").read_text() == "0"  # all three failed bjobs calls happened
+    assert lsf.states() == {"101": "DONE"}
+
+
+def test_a_lasting_bjobs_outage_fails_the_task_and_kills_the_job(
+    lsf: StandIn, shared: Path, tmp_path: Path, events: Any
+) -> None:
+    seen = failures(events)
+    (lsf.spool / "down").write_text("1000")
+    task = RunsUntilKilled(
+        path=str(tmp_path / "out"), started=str(tmp_path / "started"), shared_tmp_dir=str(shared), **FAST
+    )
+
+    assert not luigi.build([task], local_scheduler=True)
+
+    [message] = seen()
+    assert message.startswith("bjobs failed 5 times in a row for LSF job 101") and "LSF is down" in message
+    (lsf.spool / "down").unlink()
     wait_until(lambda: lsf.states() == {"101": "EXIT"}, timeout=10, what="the job to be killed")
 
 

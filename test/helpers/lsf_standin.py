@@ -13,6 +13,10 @@ uses them:
 * ``bkill [jobid ...]``: SIGINT, SIGTERM then SIGKILL to the job's process group, ``Job <N> is being
   terminated``; the job ends in EXIT.
 
+A test can take LSF's master down for the next N bjobs calls by writing N to ``$LSF_STANDIN_SPOOL/down``:
+each such call prints ``LSF is down. Please wait ...`` on stderr and exits 255, as bjobs does once its
+retries (``LSB_NTRIES``) run out.
+
 Each job lives under ``$LSF_STANDIN_SPOOL/<N>/``: ``job.json`` (what bsub was given), ``pgid`` once the
 job runs, ``exit`` once it has ended. A detached supervisor (this file, ``_supervise``) starts the job,
 waits for it and records its exit code, as LSF's execution daemon would.
@@ -176,7 +180,21 @@ def _parse_bjobs(argv: list[str]) -> tuple[bool, list[str], list[str]]:
     return header, fields, job_ids
 
 
+def _master_down() -> bool:
+    """Whether this call finds the master down (spending one of the calls the test asked for)."""
+    with open(_spool() / "next-id.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        down = _spool() / "down"
+        calls = int(down.read_text()) if down.exists() else 0
+        if calls > 0:
+            down.write_text(str(calls - 1))
+        return calls > 0
+
+
 def bjobs(argv: list[str]) -> int:
+    if _master_down():
+        print("LSF is down. Please wait ...", file=sys.stderr)
+        return 255
     try:
         header, fields, job_ids = _parse_bjobs(argv)
     except ValueError as error:
