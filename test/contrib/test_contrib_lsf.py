@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from helpers import lsf_standin
-from helpers.lsf_tasks import FailsInTheJob, RunsUntilKilled, WritesWhereItRan
+from helpers.lsf_tasks import FailsInTheJob, RunsUntilKilled, WritesInTheWorker, WritesWhereItRan
 from helpers.luigid import wait_until
 
 import luigi
@@ -180,6 +180,31 @@ def test_a_worker_stopped_while_the_job_runs_kills_the_job(
             run.kill()
 
     wait_until(lambda: lsf.states() == {"101": "EXIT"}, timeout=10, what="the job to be killed")
+
+
+def test_a_submission_bsub_refuses_fails_the_task_with_bsubs_words(
+    lsf: StandIn, shared: Path, tmp_path: Path, events: Any
+) -> None:
+    seen = failures(events)
+    task = WritesWhereItRan(
+        path=str(tmp_path / "out.json"), shared_tmp_dir=str(shared), extra_bsub_args="-Z 1"
+    )
+
+    assert not luigi.build([task], local_scheduler=True)
+
+    [message] = seen()
+    assert message.startswith("bsub did not submit WritesWhereItRan") and message.endswith(
+        "-Z: Illegal option"
+    )
+    assert lsf.states() == {}
+    assert list(shared.iterdir()) == []
+
+
+def test_local_lsf_job_task_works_without_lsf(lsf: StandIn, tmp_path: Path) -> None:
+    assert luigi.build([WritesInTheWorker(path=str(tmp_path / "out"))], local_scheduler=True)
+
+    assert (tmp_path / "out").exists()
+    assert lsf.states() == {}
 
 
 def test_a_brief_bjobs_outage_is_waited_out(lsf: StandIn, shared: Path, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import luigi
-from luigi.contrib.lsf import LSFJobTask
+from luigi.contrib.lsf import LocalLSFJobTask, LSFJobTask
 
 
 class WritesWhereItRan(LSFJobTask):
@@ -26,6 +26,18 @@ class WritesWhereItRan(LSFJobTask):
         record = {"text": self.text, "pid": os.getpid(), "cwd": os.getcwd()}
         with self.output().open("w") as handle:
             json.dump(record, handle)
+
+
+class WritesInTheWorker(LocalLSFJobTask):
+    """The same work as ``WritesWhereItRan`` without LSF."""
+
+    path = luigi.Parameter()
+
+    def output(self) -> luigi.LocalTarget:  # type: ignore[override]
+        return luigi.LocalTarget(self.path)
+
+    def work(self) -> None:
+        self.output().open("w").close()
 
 
 class FailsInTheJob(LSFJobTask):
