@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -133,15 +134,13 @@ def _sigterm_raises() -> Iterator[None]:
     def raise_exit(signum: int, frame: FrameType | None) -> None:
         raise SystemExit(128 + signum)
 
-    try:
-        previous = signal.signal(signal.SIGTERM, raise_exit)
-    except ValueError:  # not the main thread: signal handlers can only be set there
-        yield
-        return
+    installed = threading.current_thread() is threading.main_thread()  # only there can handlers be set
+    previous = signal.signal(signal.SIGTERM, raise_exit) if installed else None
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if installed:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _read_lines(path: str, last: int | None = None) -> str:
