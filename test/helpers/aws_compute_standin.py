@@ -56,6 +56,7 @@ class AwsComputeStandIn:
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)
         self.script = ["RUNNING", "SUCCEEDED"]
+        self.run_task_failure: str | None = None  # when set, RunTask places nothing and reports this reason
         self.runs: dict[str, Run] = {}
         self.endpoint_url = ""
 
@@ -143,6 +144,11 @@ def _handle_batch(state: AwsComputeStandIn, action: str, body: dict[str, Any]) -
 
 
 def _handle_ecs(state: AwsComputeStandIn, action: str, body: dict[str, Any]) -> dict[str, Any]:
+    if action == "RunTask" and state.run_task_failure:
+        return {
+            "tasks": [],
+            "failures": [{"arn": "arn:aws:ecs:container-instance/1", "reason": state.run_task_failure}],
+        }
     if action == "RunTask":
         run = state.start(body, arn=f"arn:aws:ecs:us-east-1:123456789012:task/{uuid.uuid4()}")
         return {"tasks": [_ecs_task(run)], "failures": []}

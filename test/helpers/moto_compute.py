@@ -107,4 +107,8 @@ def aws(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> MotoAws:  # noq
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
     monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    import boto3
+
+    # boto3's default session keeps the credentials it first found: each test's (server's) keys need a new one
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
     return MotoAws(server=s3_server, region=region, monkeypatch=monkeypatch)
