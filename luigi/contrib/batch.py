@@ -30,6 +30,13 @@ _FAILED = "FAILED"
 _HTTP_OK = 200
 
 
+def __getattr__(name: str) -> Any:
+    """``luigi.contrib.batch.boto3`` as in Luigi, which imported it on top (tests patch through it)."""
+    if name == "boto3":
+        return require("boto3", "batch", "luigi.contrib.batch")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class BatchJobException(Exception):
     """An AWS Batch job failed, was terminated, or is no longer known to AWS Batch."""
 

@@ -39,6 +39,13 @@ _NOT_FINISHED_STOP_CODES = frozenset(
 )
 
 
+def __getattr__(name: str) -> Any:
+    """``luigi.contrib.ecs.boto3`` as in Luigi, which imported it on top (tests patch through it)."""
+    if name == "boto3":
+        return require("boto3", "ecs", "luigi.contrib.ecs")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class _EcsClientOnFirstUse:
     """``boto3.client("ecs")``, made when first called and again when boto3.client or AWS_* env changes."""
 

@@ -258,3 +258,13 @@ def test_the_module_imports_without_boto3_and_using_it_names_the_extra():
         "luigi.contrib.batch needs the 'boto3' package, which is not installed: "
         "pip install 'luigi[batch]' (or pip install boto3)"
     )
+
+
+def test_boto3_patched_through_the_module_as_in_luigis_tests_is_seen():
+    fake = mock.Mock()
+    fake.describe_job_queues.return_value = {
+        "jobQueues": [{"jobQueueName": "q", "state": "ENABLED", "status": "VALID"}]
+    }
+    with mock.patch("luigi.contrib.batch.boto3.client", return_value=fake):
+        client = BatchClient(poll_time=0)
+    assert client.get_active_queue() == "q"

@@ -250,3 +250,11 @@ def test_the_module_imports_without_boto3_and_using_it_names_the_extra():
         "luigi.contrib.ecs needs the 'boto3' package, which is not installed: "
         "pip install 'luigi[ecs]' (or pip install boto3)"
     )
+
+
+def test_boto3_patched_through_the_module_as_in_luigis_tests_is_seen():
+    fake = mock.Mock()
+    fake.run_task.return_value = {"tasks": [], "failures": [{"arn": "i-2", "reason": "PATCHED"}]}
+    with mock.patch("luigi.contrib.ecs.boto3.client", return_value=fake):
+        error = build_failing(TwoContainers(task_def_arn="arn:def"))
+    assert str(error) == "fail to run task i-2 reason: PATCHED"
