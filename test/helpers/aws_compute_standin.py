@@ -1,0 +1,214 @@
+"""A STAND-IN for the AWS Batch and Amazon ECS job-status APIs, for what moto cannot do without Docker.
+
+moto's server runs Batch jobs in Docker (absent here) or, with ``use_docker: false``, finishes them inside
+SubmitJob; its ECS StopTask leaves no ``stopCode`` and exit code 0. So no moto job is ever seen RUNNING,
+terminated, or lost. This server speaks the documented wire protocols (Batch: REST-JSON ``POST /v1/...``;
+ECS: JSON 1.1 with ``X-Amz-Target: AmazonEC2ContainerServiceV20141113.*``) for the calls the modules make,
+and moves each job or task through a status script the test sets, one step per Describe. TerminateJob and
+StopTask end them as AWS documents (Batch: FAILED with the reason; ECS: STOPPED, ``stopCode`` UserInitiated,
+containers exit 143). It runs on a thread on a free loopback port and checks no signatures.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+__all__ = ["LOST", "AwsComputeStandIn", "aws_compute_standin"]
+
+LOST = "LOST"  # a script step: from here on the service no longer knows the job or task
+_ECS_TARGET = "AmazonEC2ContainerServiceV20141113."
+QUEUE = "standin-queue"
+
+
+@dataclass
+class Run:
+    """One Batch job or ECS task: its script, where it is in it, and what the caller sent."""
+
+    arn: str
+    request: dict[str, Any]
+    script: list[str]
+    step: int = -1
+    ended: dict[str, Any] = field(default_factory=dict)  # the fields of an end forced by the test or the API
+
+    @property
+    def status(self) -> str:
+        if self.ended:
+            return str(self.ended["status"])
+        return self.script[max(self.step, 0)]
+
+    def advance(self) -> str:
+        self.step = min(self.step + 1, len(self.script) - 1)
+        return self.status
+
+
+class AwsComputeStandIn:
+    """The stand-in's state: the script for new runs, and every job and task by id or ARN."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+        self.script = ["RUNNING", "SUCCEEDED"]
+        self.run_task_failure: str | None = None  # when set, RunTask places nothing and reports this reason
+        self.runs: dict[str, Run] = {}
+        self.endpoint_url = ""
+
+    def start(self, request: dict[str, Any], arn: str) -> Run:
+        with self.lock:
+            run = self.runs[arn] = Run(arn=arn, request=request, script=list(self.script))
+            self.changed.notify_all()
+            return run
+
+    def describe(self, arn: str) -> Run | None:
+        """Advance the run one step (a Describe call) and return it, or None once it is lost."""
+        with self.lock:
+            run = self.runs.get(arn)
+            if run is None or run.advance() == LOST:
+                return None
+            self.changed.notify_all()
+            return run
+
+    def end(self, arn: str, **fields: Any) -> None:
+        with self.lock:
+            self.runs[arn].ended = fields
+            self.changed.notify_all()
+
+    def wait_for_status(self, status: str, timeout: float = 30) -> Run:
+        """The first run seen in ``status`` by a Describe (the task under test is polling it)."""
+        with self.lock:
+            found = self.changed.wait_for(
+                lambda: next((r for r in self.runs.values() if r.step >= 0 and r.status == status), None),
+                timeout,
+            )
+        if found is None:
+            raise AssertionError(f"no job or task reached {status} within {timeout}s")
+        return found
+
+
+def _batch_job(run: Run) -> dict[str, Any]:
+    job = {
+        "jobId": run.arn,
+        "jobName": run.request["jobName"],
+        "jobQueue": run.request["jobQueue"],
+        "jobDefinition": run.request["jobDefinition"],
+        "parameters": run.request.get("parameters", {}),
+        "status": run.status,
+        "createdAt": 0,
+    }
+    if run.status in ("RUNNING", "SUCCEEDED", "FAILED"):
+        stream = f"{run.request['jobDefinition']}/default/{run.arn}"
+        container = {"logStreamName": stream, **run.ended.get("container", {})}
+        job["container"] = container
+        job["attempts"] = [{"container": container}]
+    if "statusReason" in run.ended:
+        job["statusReason"] = run.ended["statusReason"]
+    return job
+
+
+def _ecs_task(run: Run) -> dict[str, Any]:
+    task = {"taskArn": run.arn, "clusterArn": run.request.get("cluster", "default"), "lastStatus": run.status}
+    containers = [{"name": "main", "lastStatus": run.status}]
+    if run.status == "STOPPED":
+        containers[0]["exitCode"] = 0
+        task.update(stopCode="EssentialContainerExited", stoppedReason="Essential container in task exited")
+    task["containers"] = containers
+    task["overrides"] = run.request.get("overrides", {})
+    task.update((name, value) for name, value in run.ended.items() if name != "status")
+    return task
+
+
+def _handle_batch(state: AwsComputeStandIn, action: str, body: dict[str, Any]) -> dict[str, Any]:
+    if action == "describejobqueues":
+        return {
+            "jobQueues": [
+                {"jobQueueName": QUEUE, "jobQueueArn": QUEUE, "state": "ENABLED", "status": "VALID"}
+            ]
+        }
+    if action == "submitjob":
+        run = state.start(body, arn=str(uuid.uuid4()))
+        return {"jobId": run.arn, "jobName": body["jobName"], "jobArn": run.arn}
+    if action == "describejobs":
+        runs = [state.describe(job_id) for job_id in body["jobs"]]
+        return {"jobs": [_batch_job(run) for run in runs if run is not None]}
+    if action == "terminatejob":
+        state.end(body["jobId"], status="FAILED", statusReason=body["reason"])
+        return {}
+    raise LookupError(f"the stand-in does not implement Batch {action}")
+
+
+def _handle_ecs(state: AwsComputeStandIn, action: str, body: dict[str, Any]) -> dict[str, Any]:
+    if action == "RunTask" and state.run_task_failure:
+        return {
+            "tasks": [],
+            "failures": [{"arn": "arn:aws:ecs:container-instance/1", "reason": state.run_task_failure}],
+        }
+    if action == "RunTask":
+        run = state.start(body, arn=f"arn:aws:ecs:us-east-1:123456789012:task/{uuid.uuid4()}")
+        return {"tasks": [_ecs_task(run)], "failures": []}
+    if action == "DescribeTasks":
+        runs = {arn: state.describe(arn) for arn in body["tasks"]}
+        return {
+            "tasks": [_ecs_task(run) for run in runs.values() if run is not None],
+            "failures": [{"arn": arn, "reason": "MISSING"} for arn, run in runs.items() if run is None],
+        }
+    if action == "StopTask":
+        stopped = {
+            "status": "STOPPED",
+            "stopCode": "UserInitiated",
+            "stoppedReason": body.get("reason", "Task stopped by user"),
+            "containers": [{"name": "main", "lastStatus": "STOPPED", "exitCode": 143}],
+        }
+        state.end(body["task"], **stopped)
+        return {"task": {"taskArn": body["task"], "lastStatus": "STOPPED"}}
+    raise LookupError(f"the stand-in does not implement ECS {action}")
+
+
+def _handler(state: AwsComputeStandIn) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802  # http.server's name
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            target = self.headers.get("X-Amz-Target", "")
+            try:
+                if target.startswith(_ECS_TARGET):
+                    answer = _handle_ecs(state, target[len(_ECS_TARGET) :], body)
+                else:
+                    answer = _handle_batch(state, self.path.rsplit("/", 1)[-1], body)
+                self._reply(200, answer)
+            except LookupError as exc:
+                self._reply(400, {"__type": "UnknownOperationException", "message": str(exc)})
+
+        def _reply(self, status: int, answer: dict[str, Any]) -> None:
+            data = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  # keep test output quiet
+            pass
+
+    return Handler
+
+
+@pytest.fixture
+def aws_compute_standin() -> Iterator[AwsComputeStandIn]:
+    """A fresh stand-in on a free 127.0.0.1 port, stopped after the test."""
+    state = AwsComputeStandIn()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    state.endpoint_url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, name="aws-compute-standin", daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
