@@ -8,9 +8,10 @@ be back within a short ``worker_disconnect_delay`` of a restart), until the sche
 that long:
 Luigi's worker exits at once instead (a ride-out of 0). Answers refusing a request are never retried.
 
-Only a scheduler that has answered during this run is ridden out: one that never did is most likely a
-wrong URL or a luigid that is not running, so the client gives up after the ordinary attempts (no later
-than Luigi's client would) with ``NoSchedulerError``, whose one line names the URL and the fix.
+Only a scheduler that has answered during this run (any HTTP answer, a 5xx too) is ridden out: one that
+never did is most likely a wrong URL or a luigid that is not running, so the client gives up after the
+ordinary attempts (no later than Luigi's client would) with ``NoSchedulerError``, whose one line names
+the URL and the fix.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ class RetryPolicy:
     sleep: Callable[[float], None] = real_sleep
     clock: Callable[[], float] = time.monotonic
     rng: random.Random = field(default_factory=random.Random)
-    answered: bool = False  # whether the scheduler has answered (other than 5xx) during this run
+    answered: bool = False  # whether the scheduler has answered at all (HTTP, any status) during this run
 
     @property
     def attempts(self) -> int:
@@ -133,10 +134,13 @@ class RetryPolicy:
         return self._ride_out(what, attempt, error, started)
 
     def _answer_of(self, attempt: Callable[[], T]) -> T:
-        """``attempt()``, noting that the scheduler answered unless it raised TransientError."""
+        """``attempt()``, noting whether an HTTP answer came back: any answer, a 5xx too (luigid that
+        cannot save its state answers 503 until the disk is freed), shows a server is there."""
         try:
             result = attempt()
-        except TransientError:
+        except TransientError as exc:
+            if isinstance(exc.cause, SchedulerHTTPError):
+                self.answered = True
             raise
         except RPCError:  # an answer refusing the request: the scheduler is there
             self.answered = True

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from helpers.fake_luigid import FakeLuigid, RecordedRequest, Reply
+from helpers.luigid import free_port
 
 from luigi.local_target import LocalTarget
 from luigi.parameter import IntParameter
@@ -153,16 +154,23 @@ def test_the_worker_gives_up_once_scheduler_unreachable_timeout_has_passed(tmp_p
     assert ReconnectMarker.runs == 0
 
 
-def test_a_scheduler_that_never_answered_is_not_ridden_out_it_fails_after_the_ordinary_attempts(
-    tmp_path, clock
-):
-    # A proxy answering 503 for a luigid that is not there: nothing to ride out (issue 38).
-    with (
-        RestartingLuigid({"add_task": 10_000}) as server,
-        pytest.raises(NoSchedulerError, match=r"Errors \(3 attempts\) .* is luigid running there\?"),
-    ):
-        run_worker(server, clock, tmp_path, scheduler_unreachable_timeout=600, ping_interval=3600)
+def test_a_scheduler_that_never_answered_is_not_ridden_out_it_fails_after_the_ordinary_attempts(clock):
+    # Nothing listens at the URL (a typo, no luigid started): nothing to ride out (issue 38).
+    client = RemoteScheduler(
+        f"http://127.0.0.1:{free_port()}/", sleep=clock.sleep, clock=clock.monotonic, rng=random.Random(4)
+    )
+    client.unreachable_timeout = 600
+    with pytest.raises(NoSchedulerError, match=r"Errors \(3 attempts\) .* is luigid running there\?"):
+        client.get_work(worker="w", host="h")
     assert len(clock.sleeps) == 2
+
+
+def test_a_scheduler_answering_503_from_its_first_call_is_there_and_ridden_out(tmp_path, clock):
+    # luigid started on a full disk answers 503 until the disk is freed: it answered, so it is ridden out.
+    with RestartingLuigid({"add_task": 6}) as server:
+        assert run_worker(server, clock, tmp_path, scheduler_unreachable_timeout=600, ping_interval=3600)
+    assert ReconnectMarker.runs == 1
+    assert len(clock.sleeps) == 6  # two between the ordinary attempts, four riding out
 
 
 def test_a_timeout_of_zero_gives_up_after_the_ordinary_attempts_like_luigi(tmp_path, clock):

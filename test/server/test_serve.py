@@ -13,6 +13,7 @@ from helpers.luigid import HttpProbe, free_port, listening_addresses, probe_for,
 from helpers.scheduler import make_scheduler
 
 import luigi.server
+from luigi.metrics import CollectorExtras
 from luigi.server import CannotListenError, SchedulerServer, ServerSettings
 from luigi.server.channel import Channels
 from luigi.server.serve import BUSY_WITHIN, FOLD_BUSY_KEYS, FOLD_STEP_KEYS
@@ -24,6 +25,7 @@ class LifecycleScheduler:
     def __init__(self, fail_load: Exception | None = None) -> None:
         self.calls: list[str] = []
         self.fail_load = fail_load
+        self.metrics_extras = CollectorExtras(observe_rpc=None, watch_scheduler=None)  # no collector hooks
 
     def load(self) -> None:
         self.calls.append("load")
