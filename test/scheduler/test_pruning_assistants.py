@@ -1,6 +1,8 @@
-"""Pruning with an assistant connected (LUIGI_COMPAT f.5, j.2 Clock): tasks past their removal time are
-kept while an assistant may still need them (unsettled tasks and their direct dependencies), and removed on
-the usual schedule otherwise."""
+"""Pruning with an assistant connected (LUIGI_COMPAT f.5, j.2 Clock): an assistant keeps no task alive.
+
+It is never a stakeholder, so tasks whose workers have left are removed at the same times with or without
+one, whatever their status; only a task the assistant itself runs stays (its runner is alive).
+"""
 
 from __future__ import annotations
 
@@ -68,80 +70,33 @@ def test_done_tasks_nobody_wants_go_at_their_removal_time_while_a_dependent_keep
 
 
 @WITH_AND_WITHOUT_ASSISTANT
-def test_an_orphaned_pending_task_and_its_direct_dependencies_are_kept_only_for_an_assistant(assistant):
+def test_failed_and_pending_tasks_and_their_dependencies_go_at_their_removal_time(assistant):
     sch, clock = scheduler()
     sch.add_task(worker=LEAVING, task_id="A", status="DONE")
-    sch.add_task(worker=LEAVING, task_id="B", status="DONE", deps=["A"])
-    sch.add_task(worker=LEAVING, task_id="Y", deps=["B"], runnable=False)  # nobody here can run it
+    sch.add_task(worker=LEAVING, task_id="F", status="FAILED", deps=["A"])
+    sch.add_task(worker=LEAVING, task_id="P", deps=["F"])
     timeline = Timeline(sch, clock, assistant)
     timeline.first_prune_without_stakeholders()
     before, after = timeline.until_removal_time()
-    assert before == {"A": "DONE", "B": "DONE", "Y": "PENDING"}
-    assert after == ({"B": "DONE", "Y": "PENDING"} if assistant else {})  # A: a dependency's dependency
+    assert before == {"A": "DONE", "F": "FAILED", "P": "PENDING"}
+    assert after == {}
 
 
-@WITH_AND_WITHOUT_ASSISTANT
-def test_a_failed_task_and_its_dependencies_are_kept_past_their_removal_time_only_for_an_assistant(assistant):
+def test_an_assistant_keeps_only_the_task_it_runs_whatever_the_others_statuses():
     sch, clock = scheduler()
-    sch.add_task(worker=LEAVING, task_id="D", status="DONE")
-    sch.add_task(worker=LEAVING, task_id="F", status="FAILED", deps=["D"])
-    timeline = Timeline(sch, clock, assistant)
+    sch.add_worker(ASSISTANT, [("assistant", True)])
+    sch.add_task(worker=LEAVING, task_id="running", status="PENDING")
+    assert sch.get_work(worker=ASSISTANT, assistant=True)["task_id"] == "running"
+    for task_id, status in [
+        ("done", "DONE"),
+        ("disabled", "DISABLED"),
+        ("pending", "PENDING"),
+        ("failed", "FAILED"),
+        ("unknown", "UNKNOWN"),
+    ]:
+        sch.add_task(worker=LEAVING, task_id=task_id, status=status)
+    timeline = Timeline(sch, clock, assistant=False, alive=(ASSISTANT,))  # it pings, asks for no more
     timeline.first_prune_without_stakeholders()
     before, after = timeline.until_removal_time()
-    assert before == {"D": "DONE", "F": "FAILED"}
-    assert after == ({"D": "DONE", "F": "FAILED"} if assistant else {})
-    assert timeline.step(10 * REMOVE_DELAY) == after  # for as long as the assistant is there
-
-
-@WITH_AND_WITHOUT_ASSISTANT
-def test_a_task_the_scheduler_disabled_is_kept_for_an_assistant_but_one_a_worker_disabled_is_not(assistant):
-    sch, clock = scheduler(retry_count=2, disable_persist=10**7)
-    sch.add_task(worker=LEAVING, task_id="D1", status="DONE")
-    for _ in range(2):  # failed retry_count times: disabled by the scheduler
-        sch.add_task(worker=LEAVING, task_id="S", status="FAILED", deps=["D1"])
-    sch.add_task(worker=LEAVING, task_id="D2", status="DONE")
-    sch.add_task(worker=LEAVING, task_id="W", status="DISABLED", deps=["D2"])  # disabled by its worker
-    assert known(sch) == {"D1": "DONE", "S": "DISABLED", "D2": "DONE", "W": "DISABLED"}
-    timeline = Timeline(sch, clock, assistant)
-    timeline.first_prune_without_stakeholders()
-    before, after = timeline.until_removal_time()
-    assert before == {"D1": "DONE", "S": "DISABLED", "D2": "DONE", "W": "DISABLED"}
-    assert after == ({"D1": "DONE", "S": "DISABLED"} if assistant else {})
-
-
-def failed_task_kept_for_an_assistant() -> Timeline:
-    """FAILED F needing DONE D, both past their removal time and kept because an assistant is there."""
-    sch, clock = scheduler()
-    sch.add_task(worker=LEAVING, task_id="D", status="DONE")
-    sch.add_task(worker=LEAVING, task_id="F", status="FAILED", deps=["D"])
-    timeline = Timeline(sch, clock, assistant=True)
-    timeline.first_prune_without_stakeholders()
-    assert timeline.until_removal_time()[1] == {"D": "DONE", "F": "FAILED"}
-    return timeline
-
-
-def test_kept_tasks_go_at_the_prune_that_finds_the_assistant_gone():
-    timeline = failed_task_kept_for_an_assistant()
-    sch = timeline.sch
-    timeline.assistant = False  # it stops calling in
-    assert timeline.step(DISCONNECT_DELAY) == {"D": "DONE", "F": "FAILED"}  # not silent for long enough
-    assert timeline.step(1) == {}
-    assert sch._state.kept_back == set()  # so later prunes look at no task at all
-
-
-def test_a_kept_dependency_goes_at_the_next_prune_once_its_dependent_is_done():
-    timeline = failed_task_kept_for_an_assistant()
-    timeline.sch.mark_as_done(task_id="F")  # settled; both removal times have long passed
-    assert timeline.step(1) == {}
-
-
-def test_a_task_wanted_again_is_not_removed_when_the_assistant_leaves():
-    sch, clock = scheduler()
-    sch.add_task(worker=LEAVING, task_id="F", status="FAILED")
-    timeline = Timeline(sch, clock, assistant=True, alive=(STAYING,))
-    timeline.first_prune_without_stakeholders()
-    assert timeline.until_removal_time()[1] == {"F": "FAILED"}
-    sch.add_task(worker=STAYING, task_id="F")  # a stakeholder again: no removal time
-    timeline.assistant = False
-    assert timeline.step(DISCONNECT_DELAY + 1) == {"F": "PENDING"}
-    assert timeline.step(10 * REMOVE_DELAY) == {"F": "PENDING"}
+    assert len(before) == 6
+    assert after == {"running": "RUNNING"}

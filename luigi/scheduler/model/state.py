@@ -7,9 +7,6 @@ durable store (``mark_changed`` and its kin) happens here and nowhere else.
 
 Two different notes are kept: ``to_recheck`` (``recheck``) lists tasks the next prune looks at for a
 lost runner or lost stakeholders; ``changes`` (``mark_changed``) lists records the next flush writes.
-A third set, ``kept_back``, lists tasks past their removal time that prune spared while an assistant was
-connected (``rules.pruning``); like the deadlines it is rebuilt from the records, never saved.
-
 Luigi's names for all this (``get_task``, ``_metrics_collector``, a task's ``failures``, ...) are views in
 ``luigi_names``; the writes they allow come back here.
 """
@@ -79,7 +76,6 @@ class SchedulerState(LuigiStateNames):
         self.ready = ReadyQueues(self._entry_is_valid)
         self.deadlines = Deadlines()
         self.to_recheck: set[str] = set()  # tasks the next prune checks for lost stakeholders or runner
-        self.kept_back: set[str] = set()  # past their removal time, kept for an assistant (rules.pruning)
         self.disabled_version = 0  # bumps when the set of tasks with a DISABLED upstream may change
         self.changes: ChangeSet | None = None  # records to persist at the next flush; None: no store
         self.metrics: MetricsCollector = NoMetricsCollector()  # told of transitions by the rules (not state)
@@ -180,7 +176,6 @@ class SchedulerState(LuigiStateNames):
                 worker.stake.discard(task.id)
         self._unlink_deps(task, task.deps)
         self.set_batch_id(task, None)
-        self.kept_back.discard(task.id)
         self._discard_from(self.by_family, task.family, task.id)
         del self.by_status[task.status][task.id]
         del self.tasks[task.id]
@@ -570,7 +565,6 @@ class SchedulerState(LuigiStateNames):
         self.dependents, self.by_family, self.by_batch = {}, {}, {}
         self.ready = ReadyQueues(self._entry_is_valid)
         self.deadlines = Deadlines()
-        self.kept_back = set()  # each removal time is filed again below; the next prune decides anew
         self.assistants = {worker.id for worker in self.workers.values() if worker.assistant}
         self.disabled_version += 1
         for worker in self.workers.values():
