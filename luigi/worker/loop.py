@@ -467,7 +467,14 @@ class Worker:
         self.run_succeeded = False
         expl = notifications.wrap_traceback(traceback.format_exc())
         for task_id in task_ids:
-            self._add_task(worker=self._id, task_id=task_id, status=FAILED, runnable=False, expl=expl)
+            self._add_task(
+                worker=self._id,
+                task_id=task_id,
+                status=FAILED,
+                runnable=False,
+                expl=expl,
+                assistant=self._assistant,  # an assistant that reports a task is no stakeholder of it
+            )
         if self._config.send_failure_email:
             notifications.send_error_email(f"Luigi: {message}", expl)
 

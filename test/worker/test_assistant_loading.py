@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers.luigid import running_luigid
+from helpers.scheduler import make_scheduler
 
 from luigi.local_target import LocalTarget
 from luigi.parameter import IntParameter, Parameter
@@ -99,6 +100,20 @@ def test_a_task_naming_no_module_its_family_unknown_to_the_assistant_ends_failed
     error = failure_text(scheduler, task.task_id)
     assert error.startswith("Traceback (most recent call last):")  # the text itself, not JSON of it
     assert "Carry" in error
+
+
+def test_a_task_the_assistant_could_not_load_goes_once_its_scheduling_worker_has_left(tmp_path):
+    # The assistant's report makes it no stakeholder, so the task is pruned on the usual schedule.
+    scheduler, clock = make_scheduler(worker_disconnect_delay=60, remove_delay=600, retry_delay=10**7)
+    task = carry_known_only_here(tmp_path)
+    schedule(scheduler, task)
+    assert run_assistant(scheduler) is False
+    assert list(scheduler.task_list("FAILED", "")) == [task.task_id]
+    for _ in range(12):  # the scheduling worker is gone; the assistant goes on asking for work
+        clock.advance(61)
+        scheduler.get_work(worker=ASSISTANT, assistant=True)
+        scheduler.prune()
+    assert scheduler.task_list("", "") == {}
 
 
 def test_the_assistant_imports_the_module_the_task_names_and_runs_it_after_failing_without_it(
