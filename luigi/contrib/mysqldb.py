@@ -36,6 +36,7 @@ __all__ = ["CopyToTable", "MySqlTarget"]
 logger = logging.getLogger("luigi-interface")
 
 ER_NO_SUCH_TABLE = 1146
+ER_TABLE_EXISTS_ERROR = 1050
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,7 @@ class MySqlTarget(rdbms.DatabaseTarget):
         **cnx_kwargs: Any,
     ) -> None:
         super().__init__(host, database, user, password, table, update_id, cnx_kwargs.pop("port", None))
+        self.port = int(self.port)  # Luigi's MySqlTarget makes the port of "host:3307" an int
         self.cnx_kwargs = cnx_kwargs
 
     def connect(self, autocommit: bool = False) -> Any:
@@ -150,7 +152,8 @@ class MySqlTarget(rdbms.DatabaseTarget):
         cursor = connection.cursor()
         try:
             cursor.execute(
-                f"SELECT 1 FROM {self.marker_table} WHERE update_id = %s LIMIT 1", (self.update_id,)
+                f"SELECT 1 FROM {self.marker_table}\n{' ' * 16}WHERE update_id = %s\n{' ' * 16}LIMIT 1",
+                (self.update_id,),
             )
         except driver().Error as exc:
             if error_code(exc) == ER_NO_SUCH_TABLE:
@@ -163,8 +166,8 @@ class MySqlTarget(rdbms.DatabaseTarget):
         self.create_marker_table()
         active = driver()
         sql = (
-            f"INSERT INTO {self.marker_table} (update_id, target_table) VALUES (%s, %s) "
-            "ON DUPLICATE KEY UPDATE update_id = VALUES(update_id)"
+            f"INSERT INTO {self.marker_table} (update_id, target_table)\n VALUES (%s, %s)\n"
+            " ON DUPLICATE KEY UPDATE\n update_id = VALUES(update_id)"
         )
         try:
             if connection is None:
@@ -178,14 +181,16 @@ class MySqlTarget(rdbms.DatabaseTarget):
         raise failure
 
     def create_marker_table(self) -> None:
-        """Create the marker table unless it exists, on a connection of its own (DDL commits at once)."""
+        """Create the marker table with Luigi's DDL unless it exists (on a connection of its own)."""
         sql = (
-            f"CREATE TABLE IF NOT EXISTS {self.marker_table} ("
-            "id BIGINT NOT NULL AUTO_INCREMENT, "
-            "update_id VARCHAR(255) NOT NULL, "
-            "target_table VARCHAR(128), "
-            "inserted TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
-            "PRIMARY KEY (update_id), KEY id (id))"
+            f" CREATE TABLE {self.marker_table} (\n"
+            " id            BIGINT(20)    NOT NULL AUTO_INCREMENT,\n"
+            " update_id     VARCHAR(128)  NOT NULL,\n"
+            " target_table  VARCHAR(128),\n"
+            " inserted      TIMESTAMP DEFAULT NOW(),\n"
+            " PRIMARY KEY (update_id),\n"
+            " KEY id (id)\n"
+            " )\n"
         )
         active = driver()
         try:
@@ -193,6 +198,8 @@ class MySqlTarget(rdbms.DatabaseTarget):
                 own.cursor().execute(sql)
             return
         except active.Error as exc:
+            if error_code(exc) == ER_TABLE_EXISTS_ERROR:
+                return
             failure = self._marker_error("creating", exc)
         raise failure
 
@@ -212,8 +219,6 @@ class CopyToTable(rdbms.CopyToTable):
     """
 
     bulk_size = 10000
-    information_schema_current = "DATABASE()"
-    fold_identifiers = False  # MySQL table names are case-sensitive on Linux
 
     def rows(self) -> Iterator[Sequence[Any]]:
         """The rows to load: by default each line of the input target split on tabs."""
@@ -229,28 +234,22 @@ class CopyToTable(rdbms.CopyToTable):
             user=self.user,
             password=self.password,
             table=self.table,
-            update_id=self.update_id(),
+            update_id=self.update_id,
             **extra,
         )
 
     def copy(self, cursor: Any, file: Any = None) -> None:
         """INSERT the rows in batches of ``bulk_size`` (the driver sends each batch as one statement)."""
         names = column_names(self.columns)
-        placeholders = ", ".join(["%s"] * len(names))
-        sql = f"INSERT INTO {self.table} ({', '.join(names)}) VALUES ({placeholders})"
-        batch: list[Sequence[Any]] = []
-        for number, row in enumerate(self.rows(), start=1):
-            if len(row) != len(names):
-                raise ValueError(
-                    f"{self}: row {number} has {len(row)} values but table {self.table!r} is loaded with "
-                    f"{len(names)} columns {names}: fix rows() or columns"
-                )
-            batch.append(tuple(row))
+        placeholders = ",".join(["%s"] * len(names))
+        sql = f"INSERT INTO {self.table} ({','.join(names)}) VALUES ({placeholders})"
+        batch: list[Any] = []
+        for row in self.rows():  # as given, as in Luigi: the driver rejects a row that does not fit
+            batch.append(row)
             if len(batch) >= self.bulk_size:
                 cursor.executemany(sql, batch)
                 batch = []
-        if batch:
-            cursor.executemany(sql, batch)
+        cursor.executemany(sql, batch)  # the remainder, even when empty, as Luigi
 
     def run(self) -> None:
         self._check_declared()

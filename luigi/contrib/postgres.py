@@ -44,7 +44,9 @@ logger = logging.getLogger("luigi-interface")
 UNDEFINED_TABLE = "42P01"
 DUPLICATE_TABLE = "42P07"
 UNIQUE_VIOLATION = "23505"
-NULL_MARKER = "\\N"
+NULL_MARKER = (
+    "\\\\N"  # backslash, backslash, N: Luigi's marker, so a value that is literally \N loads as NULL
+)
 _COPY_BLOCK = 1 << 16
 
 
@@ -220,7 +222,8 @@ class PostgresTarget(rdbms.DatabaseTarget):
     def _marker_row_exists(self, cursor: Any, table_may_be_missing: bool) -> bool:
         try:
             cursor.execute(
-                f"SELECT 1 FROM {self.marker_table} WHERE update_id = %s LIMIT 1", (self.update_id,)
+                f"SELECT 1 FROM {self.marker_table}\n{' ' * 16}WHERE update_id = %s\n{' ' * 16}LIMIT 1",
+                (self.update_id,),
             )
         except _errors_for(cursor) as exc:
             if table_may_be_missing and sqlstate(exc) == UNDEFINED_TABLE:
@@ -256,21 +259,22 @@ class PostgresTarget(rdbms.DatabaseTarget):
     def _insert_marker(self, cursor: Any) -> None:
         if self.use_db_timestamps:
             cursor.execute(
-                f"INSERT INTO {self.marker_table} (update_id, target_table) VALUES (%s, %s)",
+                f"INSERT INTO {self.marker_table} (update_id, target_table)\n VALUES (%s, %s)\n",
                 (self.update_id, self.table),
             )
         else:
             cursor.execute(
-                f"INSERT INTO {self.marker_table} (update_id, target_table, inserted) VALUES (%s, %s, %s)",
+                f"INSERT INTO {self.marker_table} (update_id, target_table, inserted)\n"
+                " VALUES (%s, %s, %s);\n",
                 (self.update_id, self.table, datetime.datetime.now()),
             )
 
     def create_marker_table(self) -> None:
         """Create the marker table unless it exists (on a connection of its own, committed at once)."""
-        inserted = "TIMESTAMP DEFAULT NOW()" if self.use_db_timestamps else "TIMESTAMP"
-        sql = (
-            f"CREATE TABLE {self.marker_table} "
-            f"(update_id TEXT PRIMARY KEY, target_table TEXT, inserted {inserted})"
+        inserted = "TIMESTAMP DEFAULT NOW())" if self.use_db_timestamps else "TIMESTAMP);"
+        sql = (  # Luigi's DDL, to the whitespace
+            f" CREATE TABLE {self.marker_table} (\n update_id TEXT PRIMARY KEY,\n target_table TEXT,\n"
+            f" inserted {inserted}"
         )
         with self._own_connection() as own:
             if self._marker_table_exists(own.cursor()):
@@ -323,7 +327,7 @@ class CopyToTable(rdbms.CopyToTable):
             user=self.user,
             password=self.password,
             table=self.table,
-            update_id=self.update_id(),
+            update_id=self.update_id,
             port=self.port,
         )
 
@@ -332,7 +336,7 @@ class CopyToTable(rdbms.CopyToTable):
         names = ", ".join(column_names(self.columns))
         sql = (
             f"COPY {self.table} ({names}) FROM STDIN WITH (FORMAT text, "
-            f"DELIMITER {sql_literal(self.column_separator)}, NULL {sql_literal(NULL_MARKER)})"
+            f"NULL {sql_literal(NULL_MARKER)}, DELIMITER {sql_literal(self.column_separator)})"
         )
         known = driver_of(cursor) or driver()
         known.copy_from_file(cursor, sql, file)
@@ -351,14 +355,8 @@ class CopyToTable(rdbms.CopyToTable):
     def _staged_rows(self) -> Iterator[IO[bytes]]:
         """All rows written to a temporary file first, so a failing ``rows()`` never reaches the table."""
         tmp_dir = configuration.get_config().get("postgres", "local_tmp_dir", None)
-        width = len(self.columns)
         with tempfile.TemporaryFile(dir=tmp_dir) as staged:
-            for number, row in enumerate(self.rows(), start=1):
-                if len(row) != width:
-                    raise ValueError(
-                        f"{self}: row {number} has {len(row)} values but table {self.table!r} is loaded with "
-                        f"{width} columns {column_names(self.columns)}: fix rows() or columns"
-                    )
+            for row in self.rows():  # any iterable, as in Luigi: a row of the wrong length fails in COPY
                 line = self.column_separator.join(self.map_column(value) for value in row) + "\n"
                 staged.write(line.encode("utf-8"))
             staged.seek(0)
@@ -446,7 +444,7 @@ class PostgresQuery(rdbms.Query):
             user=self.user,
             password=self.password,
             table=self.table,
-            update_id=self.update_id(),
+            update_id=self.update_id,
             port=self.port,
         )
 

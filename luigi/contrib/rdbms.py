@@ -100,8 +100,8 @@ def sql_literal(text: str) -> str:
 class DatabaseTarget(luigi.Target):
     """A marker row ``update_id`` of ``table``'s loads in a database; says where it is without the password.
 
-    ``host`` may carry the port (``db.example:5433``), as Luigi allows; otherwise ``port``, else the
-    engine's ``DEFAULT_DB_PORT``.
+    ``host`` may carry the port (``db.example:5433``), kept as the string it is, as Luigi keeps it;
+    otherwise ``port``, else the engine's ``DEFAULT_DB_PORT``.
     """
 
     DEFAULT_DB_PORT: int = 0
@@ -120,7 +120,7 @@ class DatabaseTarget(luigi.Target):
         if ":" in host:
             host, _, port = host.rpartition(":")
         self.host = host
-        self.port = int(port or self.DEFAULT_DB_PORT)
+        self.port = port or self.DEFAULT_DB_PORT
         self.database = database
         self.user = user
         self.password = password
@@ -174,9 +174,6 @@ class _MetadataColumnsMixin:
     ones are added with ALTER TABLE in ``init_copy``, and ``metadata_queries`` run after the copy.
     """
 
-    information_schema_current = "current_schema()"
-    fold_identifiers = True
-
     @property
     def table(self) -> str:
         """The table the columns belong to (given by the task class)."""
@@ -184,7 +181,7 @@ class _MetadataColumnsMixin:
 
     @property
     def metadata_columns(self) -> list[tuple[str, ...]]:
-        """Columns to add to the table when absent, as (name, type) tuples."""
+        """Columns to add to the table when absent: (name, type) or (name, type, encoding) tuples."""
         return []
 
     @property
@@ -200,29 +197,34 @@ class _MetadataColumnsMixin:
     def _add_metadata_columns(self, connection: Any) -> None:
         cursor = connection.cursor()
         for column in self.metadata_columns:
-            if not column:
+            if len(column) == 0:
                 raise ValueError(f"a metadata column of table {self.table!r} is empty: give (name, type)")
             if not self._column_exists(cursor, column[0]):
                 logger.info("Adding missing metadata column %s to %s", column[0], self.table)
                 self._add_column_to_table(cursor, column)
 
     def _column_exists(self, cursor: Any, column_name: str) -> bool:
-        schema, table = split_table_name(self.table, self.fold_identifiers)
-        schema_sql = "%s" if schema else self.information_schema_current
+        """Ask information_schema, with Luigi's statement (names compared lower-cased)."""
+        schema, _, table = self.table.rpartition(".")
+        schema_condition = f"table_schema = LOWER('{schema}') AND " if schema else ""
         cursor.execute(
-            "SELECT 1 FROM information_schema.columns "
-            f"WHERE table_schema = {schema_sql} AND table_name = %s AND column_name = %s LIMIT 1",
-            (*([schema] if schema else []), table, column_name.lower()),
+            "SELECT 1 AS column_exists FROM information_schema.columns WHERE "
+            f"{schema_condition}table_name = LOWER('{table}') "
+            f"AND column_name = LOWER('{column_name}') LIMIT 1;"
         )
-        return cursor.fetchone() is not None
+        return bool(cursor.fetchone())
 
     def _add_column_to_table(self, cursor: Any, column: Sequence[str]) -> None:
-        if len(column) < 2:
+        if len(column) == 2:
+            definition = f"{column[0]} {column[1]}"
+        elif len(column) == 3:
+            definition = f"{column[0]} {column[1]} ENCODE {column[2]}"
+        else:
             raise ValueError(
-                f"metadata column {column[0]!r} of table {self.table!r} needs a type: (name, type)"
+                f"metadata column {column!r} of table {self.table!r} must be (name, type) or "
+                "(name, type, encoding)"
             )
-        definition = " ".join(column[:2]) + (f" ENCODE {column[2]}" if len(column) > 2 else "")
-        cursor.execute(f"ALTER TABLE {self.table} ADD COLUMN {definition}")
+        cursor.execute(f"ALTER TABLE {self.table} ADD COLUMN {definition};")
 
     def post_copy_metacolumns(self, cursor: Any) -> None:
         """Run ``metadata_queries`` in the copy's transaction."""
@@ -279,9 +281,10 @@ class CopyToTable(MixinNaiveBulkComplete, _MetadataColumnsMixin, luigi.Task):
                 f"{self.columns!r} give no types. Declare columns as (name, type) tuples, create the table "
                 "first, or override create_table()"
             )
-        definitions = ", ".join(f"{name} {type_}" for name, type_ in self.columns)
+        definitions = ",".join(f"{name} {type_}" for name, type_ in self.columns)
         connection.cursor().execute(f"CREATE TABLE {self.table} ({definitions})")
 
+    @property
     def update_id(self) -> str:
         """The identifier of this load in the marker table: the task id, unique per parameters."""
         return self.task_id
@@ -292,6 +295,10 @@ class CopyToTable(MixinNaiveBulkComplete, _MetadataColumnsMixin, luigi.Task):
 
     def init_copy(self, connection: Any) -> None:
         """Hook run in the copy's transaction before the rows go in (e.g. delete old rows)."""
+        if hasattr(self, "clear_table"):  # Luigi's check: a task still setting it expects a feature gone
+            raise Exception(
+                f"{type(self).__name__}.clear_table is no longer supported: delete the rows in init_copy()"
+            )
         if self.enable_metadata_columns:
             self._add_metadata_columns(connection)
 
@@ -344,6 +351,7 @@ class Query(MixinNaiveBulkComplete, luigi.Task):
     port: int | None = None
     autocommit = False
 
+    @property
     def update_id(self) -> str:
         """The identifier of this run in the marker table: the task id."""
         return self.task_id
