@@ -415,3 +415,35 @@ def test_the_marker_table_has_luigis_columns(pg: PgServer) -> None:
         (f"{pg.schema}.table_updates",),
     )
     assert primary_key == [("update_id",)]
+
+
+class DummyCopy(postgres.CopyToTable):
+    """The shape of task Luigi's own tests run with psycopg2.connect patched."""
+
+    host, database, user, password = "dummy_host:1234", "dummy_database", "dummy_user", "dummy_password"
+    table = "dummy_table"
+    columns = (("some_text", "text"), ("some_int", "int"))
+
+    def rows(self):
+        return ["row1", "row2"]  # strings: each is its characters, as in Luigi
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_metadata_hooks_run_only_when_enabled_with_psycopg2_connect_patched(enabled: bool) -> None:
+    pytest.importorskip("psycopg2")
+    task = DummyCopy()
+    with (
+        mock.patch("psycopg2.connect") as connect,
+        mock.patch.object(DummyCopy, "enable_metadata_columns", new=enabled),
+        mock.patch.object(DummyCopy, "_add_metadata_columns") as add_columns,
+        mock.patch.object(DummyCopy, "post_copy_metacolumns") as fill_columns,
+    ):
+        task.run()
+
+    assert (add_columns.called, fill_columns.called) == (enabled, enabled)
+    assert task.output().port == "1234"
+    assert connect.call_args.kwargs["port"] == "1234"
+    copy_sql = connect.return_value.cursor.return_value.copy_expert.call_args.args[0]
+    assert copy_sql == (
+        "COPY dummy_table (some_text, some_int) FROM STDIN WITH (FORMAT text, NULL '\\\\N', DELIMITER '\t')"
+    )
