@@ -624,7 +624,7 @@ class RemoteTarget(FileSystemTarget):
             return self.format.pipe_reader(self._downloaded())
         raise ValueError(f"Unsupported mode {mode!r} for RemoteTarget {self.path!r}: use 'r' or 'w'")
 
-    def _downloaded(self) -> IO[bytes]:
+    def _downloaded(self) -> FileWrapper:
         """The whole file, downloaded to a temporary folder kept on the target until it is collected.
 
         As in Luigi, the download is at ``_RemoteTarget__tmp_path`` in ``_RemoteTarget__temp_dir``, which
