@@ -22,14 +22,16 @@ from typing import Any
 
 import luigi
 from luigi.contrib import postgres, rdbms
-from luigi.contrib.postgres import driver_errors, error_text, rollback_quietly
+from luigi.contrib.postgres import driver_errors, error_text
 from luigi.contrib.rdbms import (
     ConfigDefault,
     DatabaseConnectionError,
     QueryError,
     TableCopyError,
     column_names,
+    commit_or_raise,
     redact,
+    rollback_quietly,
 )
 from luigi.contrib.s3 import S3PathTask, S3Target
 
@@ -179,14 +181,7 @@ class S3CopyToTable(rdbms.CopyToTable, _CredentialsMixin):
         return all(given)
 
     def output(self) -> RedshiftTarget:
-        return RedshiftTarget(
-            host=self.host,
-            database=self.database,
-            user=self.user,
-            password=self.password,
-            table=self.table,
-            update_id=self.update_id,
-        )
+        return self.marker_target(RedshiftTarget, self.table)
 
     def truncate_table(self, connection: Any) -> None:
         """``truncate <table>`` (on Redshift a TRUNCATE commits the transaction at once)."""
@@ -327,8 +322,7 @@ class S3CopyToTable(rdbms.CopyToTable, _CredentialsMixin):
             connection.close()
 
     def _load(self, connection: Any, output: RedshiftTarget, path: str) -> None:
-        errors = driver_errors(connection)
-        try:
+        def load() -> None:  # Luigi's order of calls, which users' tests with a patched target pin
             cursor = connection.cursor()
             self.init_copy(connection)
             self.copy(cursor, path)
@@ -336,18 +330,15 @@ class S3CopyToTable(rdbms.CopyToTable, _CredentialsMixin):
             if self.enable_metadata_columns:
                 self.post_copy_metacolumns(cursor)
             output.touch(connection)
-            connection.commit()
-            return
-        except errors as exc:
-            rollback_quietly(connection)
+
+        def failure(exc: BaseException) -> TableCopyError:
             cause = redact(error_text(exc), [*self._secrets(), self.password])
-        except BaseException:
-            rollback_quietly(connection)
-            raise
-        raise TableCopyError(
-            f"loading {path} into table {self.table!r} of {output.where()} failed, nothing was written: "
-            f"{cause}"
-        )
+            return TableCopyError(
+                f"loading {path} into table {self.table!r} of {output.where()} failed, nothing was "
+                f"written: {cause}"
+            )
+
+        commit_or_raise(connection, driver_errors(connection), load, failure)
 
 
 class S3CopyJSONToTable(S3CopyToTable):
@@ -403,14 +394,7 @@ class RedshiftQuery(postgres.PostgresQuery):
     """Run ``query`` on Redshift once, recorded in the Redshift marker table."""
 
     def output(self) -> RedshiftTarget:
-        return RedshiftTarget(
-            host=self.host,
-            database=self.database,
-            user=self.user,
-            password=self.password,
-            table=self.table,
-            update_id=self.update_id,
-        )
+        return self.marker_target(RedshiftTarget, self.table)
 
 
 class RedshiftUnloadTask(postgres.PostgresQuery, _CredentialsMixin):
@@ -432,14 +416,7 @@ class RedshiftUnloadTask(postgres.PostgresQuery, _CredentialsMixin):
         return "UNLOAD ( '{query}' ) TO '{s3_unload_path}' credentials '{credentials}' {unload_options};"
 
     def output(self) -> RedshiftTarget:
-        return RedshiftTarget(
-            host=self.host,
-            database=self.database,
-            user=self.user,
-            password=self.password,
-            table=self.table,
-            update_id=self.update_id,
-        )
+        return self.marker_target(RedshiftTarget, self.table)
 
     def unload_statement(self) -> str:
         """The UNLOAD statement, the query quoted for Redshift (it contains the credentials: never log it)."""
@@ -460,75 +437,40 @@ class RedshiftUnloadTask(postgres.PostgresQuery, _CredentialsMixin):
             connection.close()
 
     def _unload(self, connection: Any, output: RedshiftTarget) -> None:
-        errors = driver_errors(connection)
-        try:
+        def unload() -> None:
             logger.info("Executing unload query from task: %s", type(self).__name__)
             cursor = connection.cursor()
             cursor.execute(self.unload_statement())
             logger.info(cursor.statusmessage)
             output.touch(connection)
-            connection.commit()
-            return
-        except errors as exc:
-            rollback_quietly(connection)
+
+        def failure(exc: BaseException) -> QueryError:
             cause = redact(error_text(exc), [*self._secrets(), self.password])
-        except BaseException:
-            rollback_quietly(connection)
-            raise
-        raise QueryError(
-            f"unloading {self} to {self.s3_unload_path} from {output.where()} failed and was rolled back: "
-            f"{cause}"
-        )
+            return QueryError(
+                f"unloading {self} to {self.s3_unload_path} from {output.where()} failed and was rolled "
+                f"back: {cause}"
+            )
+
+        commit_or_raise(connection, driver_errors(connection), unload, failure)
 
 
-class KillOpenRedshiftSessions(luigi.Task):
+class KillOpenRedshiftSessions(rdbms.ConnectionSettings, luigi.Task):
     """Terminate every other session on ``database`` (before a restore, a schema change, ...).
 
     When the server also drops this task's own session, it reconnects, trying for up to
-    ``connection_reset_wait_seconds``, and then records the run in the marker table.
+    ``connection_reset_wait_seconds``, and then records the run in the marker table. Log in as a
+    superuser to kill other users' sessions.
     """
 
     connection_reset_wait_seconds = luigi.IntParameter(default=60)
-
-    @property
-    @abc.abstractmethod
-    def host(self) -> str:
-        """Cluster host name, optionally ``host:port``."""
-
-    @property
-    @abc.abstractmethod
-    def database(self) -> str:
-        """Database whose sessions are killed."""
-
-    @property
-    @abc.abstractmethod
-    def user(self) -> str:
-        """User to log in as (a superuser, to kill other users' sessions)."""
-
-    @property
-    @abc.abstractmethod
-    def password(self) -> str:
-        """Password of ``user``."""
 
     kill_query = (
         "select pg_terminate_backend(process) from STV_SESSIONS where db_name=%s "
         "and user_name != 'rdsdb' and process != pg_backend_pid()"
     )
 
-    @property
-    def update_id(self) -> str:
-        """The identifier of this run in the marker table: the task id."""
-        return self.task_id
-
     def output(self) -> RedshiftTarget:
-        return RedshiftTarget(
-            host=self.host,
-            database=self.database,
-            user=self.user,
-            password=self.password,
-            table=type(self).__name__,
-            update_id=self.update_id,
-        )
+        return self.marker_target(RedshiftTarget, type(self).__name__)
 
     def run(self) -> None:
         output = self.output()
