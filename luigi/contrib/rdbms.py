@@ -1,10 +1,12 @@
 """Abstract bases for tasks that load rows into, or run a query on, a relational database.
 
-``CopyToTable`` and ``Query`` hold what every backend shares (connection settings, the column
-declaration, ``create_table``, the ``init_copy``/``post_copy`` hooks, metadata columns); the backends
-(``luigi.contrib.postgres``, ``luigi.contrib.mysqldb``, ``luigi.contrib.redshift``) add the driver, the
-copy itself and the marker-table target. The errors below are the ones those backends raise: each names
-the database or table and the cause, and never carries a password or a secret key.
+``CopyToTable`` and ``Query`` hold what every backend shares (connection settings, ``update_id``,
+``output()``'s keywords, the column declaration, ``create_table``, the ``init_copy``/``post_copy`` hooks,
+metadata columns), and ``DatabaseTarget`` is the marker-table target of every backend, each engine's
+differences in a small ``MarkerDialect``. The backends (``luigi.contrib.postgres``,
+``luigi.contrib.mysqldb``, ``luigi.contrib.redshift``) add the driver, the dialect and the copy itself.
+The errors below are the ones those backends raise: each names the database or table and the cause, and
+never carries a password or a secret key.
 """
 
 from __future__ import annotations

@@ -372,6 +372,9 @@ class AtomicRemoteFileWriter(StagedUpload):
 
     def __init__(self, fs: RemoteFileSystem, path: str) -> None:
         self.__tmp_path = path + tmp_suffix()
+        folder = os.path.dirname(os.path.normpath(path))
+        if folder:  # as in Luigi: the folder exists (or its error is raised) once open('w') returns
+            fs.mkdir(folder)
         super().__init__(fs, path)
 
     @property

@@ -393,6 +393,16 @@ def test_an_aborted_write_leaves_neither_the_target_nor_the_temporary_path(
     assert not target.exists() and not target.fs.exists(tmp_path)
 
 
+def test_opening_for_writing_creates_the_folder_as_luigi_does(sshd: SshServer, remote_dir: Path) -> None:
+    target = RemoteTarget(str(remote_dir / "new" / "deeper" / "file"), "127.0.0.1", **login(sshd))
+    handle = target.open("w")
+    assert (remote_dir / "new" / "deeper").is_dir() and not target.exists()
+    handle.abort()
+    (remote_dir / "plain").write_text("a file")
+    with pytest.raises(NotADirectory):
+        RemoteTarget(str(remote_dir / "plain" / "file"), "127.0.0.1", **login(sshd)).open("w")
+
+
 def test_the_writer_keeps_luigis_private_attribute_names(sshd: SshServer, remote_dir: Path) -> None:
     target = RemoteTarget(str(remote_dir / "file"), "127.0.0.1", **login(sshd))
     writer = target.open("w").buffer  # under the text format, the writer is the buffer
