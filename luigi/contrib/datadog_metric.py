@@ -103,9 +103,13 @@ class DatadogMetricsCollector(MetricsCollector):
             priority="low" if alert_type == "info" else "normal",
         )
 
+    def _task_tags(self, task: Any) -> list[str]:
+        return [f"task_name:{task.family}", *self._format_task_params_to_tags(task)]
+
     @staticmethod
-    def _task_tags(task: Any) -> list[str]:
-        return [f"task_name:{task.family}", *(f"{k}:{v}" for k, v in (task.params or {}).items())]
+    def _format_task_params_to_tags(task: Any) -> list[str]:
+        """One ``<parameter>:<value>`` tag per task parameter (Luigi's name for it)."""
+        return [f"{name}:{value}" for name, value in (task.params or {}).items()]
 
     def _send_increment(self, metric: str, value: int = 1, tags: list[str] | None = None) -> None:
         name = f"{self._config.metric_namespace}.{metric}"
