@@ -70,52 +70,59 @@ def test_adding_a_pending_task_sends_nothing(scheduler, patched):
     assert [m.call_count for m in patched.values()] == [0, 0, 0]
 
 
-def test_a_started_task_sends_luigis_counter_and_event(scheduler, patched):
+DISABLED_TEXT = (
+    "A task has been disabled in the pipeline named: DDTaskName. The task has failed 2 times in the last 2 "
+    "seconds, so it is being disabled for 10 seconds."
+)
+
+
+@pytest.mark.parametrize(
+    ("handler", "metric", "title", "text", "alert_type", "priority", "state"),
+    [
+        (
+            "handle_task_started",
+            "luigi.task.started",
+            "Luigi: A task has been started!",
+            "A task has been started in the pipeline named: DDTaskName",
+            "info",
+            "low",
+            "STARTED",
+        ),
+        (
+            "handle_task_failed",
+            "luigi.task.failed",
+            "Luigi: A task has failed!",
+            "A task has failed in the pipeline named: DDTaskName",
+            "error",
+            "normal",
+            "FAILED",
+        ),
+        (
+            "handle_task_disabled",
+            "luigi.task.disabled",
+            "Luigi: A task has been disabled!",
+            DISABLED_TEXT,
+            "error",
+            "normal",
+            "DISABLED",
+        ),
+    ],
+)
+def test_each_transition_sends_luigis_counter_then_event(
+    scheduler, patched, handler, metric, title, text, alert_type, priority, state
+):
     task = _added_task(scheduler)
-    scheduler._state._metrics_collector.handle_task_started(task)
+    collector = scheduler._state._metrics_collector
+    arguments = (task, scheduler._config) if handler == "handle_task_disabled" else (task,)
+    getattr(collector, handler)(*arguments)
 
-    patched["increment"].assert_called_once_with(
-        "luigi.task.started", 1, tags=["task_name:DDTaskName", *DEFAULT_TAGS]
-    )
+    patched["increment"].assert_called_once_with(metric, 1, tags=["task_name:DDTaskName", *DEFAULT_TAGS])
     patched["event"].assert_called_once_with(
-        alert_type="info",
-        priority="low",
-        tags=["task_name:DDTaskName", "task_state:STARTED", *DEFAULT_TAGS],
-        text="A task has been started in the pipeline named: DDTaskName",
-        title="Luigi: A task has been started!",
-    )
-
-
-def test_a_failed_task_sends_an_error_event(scheduler, patched):
-    task = _added_task(scheduler)
-    scheduler._state._metrics_collector.handle_task_failed(task)
-
-    patched["increment"].assert_called_once_with(
-        "luigi.task.failed", 1, tags=["task_name:DDTaskName", *DEFAULT_TAGS]
-    )
-    patched["event"].assert_called_once_with(
-        alert_type="error",
-        priority="normal",
-        tags=["task_name:DDTaskName", "task_state:FAILED", *DEFAULT_TAGS],
-        text="A task has failed in the pipeline named: DDTaskName",
-        title="Luigi: A task has failed!",
-    )
-
-
-def test_a_disabled_task_says_why_from_the_schedulers_config(scheduler, patched):
-    task = _added_task(scheduler)
-    scheduler._state._metrics_collector.handle_task_disabled(task, scheduler._config)
-
-    patched["increment"].assert_called_once_with(
-        "luigi.task.disabled", 1, tags=["task_name:DDTaskName", *DEFAULT_TAGS]
-    )
-    patched["event"].assert_called_once_with(
-        alert_type="error",
-        priority="normal",
-        tags=["task_name:DDTaskName", "task_state:DISABLED", *DEFAULT_TAGS],
-        text="A task has been disabled in the pipeline named: DDTaskName. The task has failed 2 times in "
-        "the last 2 seconds, so it is being disabled for 10 seconds.",
-        title="Luigi: A task has been disabled!",
+        alert_type=alert_type,
+        priority=priority,
+        tags=["task_name:DDTaskName", f"task_state:{state}", *DEFAULT_TAGS],
+        text=text,
+        title=title,
     )
 
 
