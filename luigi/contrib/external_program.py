@@ -207,11 +207,6 @@ class ExternalProgramRunContext:
             raise _KilledBySignal(captured_signal)
 
 
-def _prepend_path(first: str, rest: str | None) -> str:
-    """``first`` then ``rest`` joined with os.pathsep, adding no empty entry (which would mean the cwd)."""
-    return os.pathsep.join(part for part in (first, rest) if part)
-
-
 class ExternalProgramTask(luigi.Task):
     """A task whose ``run()`` is an external program: override ``program_args()`` (and maybe the rest).
 
@@ -468,7 +463,8 @@ class ExternalPythonProgramTask(ExternalProgramTask):
     """An ExternalProgramTask for Python programs, optionally in a virtualenv or with extra PYTHONPATH.
 
     ``virtualenv`` changes the environment as its ``bin/activate`` would (PATH, VIRTUAL_ENV, no
-    PYTHONHOME), so ``python`` in ``program_args()`` is the virtualenv's.
+    PYTHONHOME), so ``python`` in ``program_args()`` is the virtualenv's. As in Luigi, ``PYTHONPATH``
+    becomes ``extra_pythonpath:<old value>`` (ending in ``:`` when there was none).
     """
 
     virtualenv = OptionalParameter(
@@ -483,18 +479,19 @@ class ExternalPythonProgramTask(ExternalProgramTask):
     )
 
     def program_environment(self) -> dict[str, str]:
+        """The parent's environment with Luigi's changes, the paths used exactly as given (not resolved)."""
         env = super().program_environment()
         if self.extra_pythonpath:
-            env["PYTHONPATH"] = _prepend_path(self.extra_pythonpath, env.get("PYTHONPATH"))
+            env["PYTHONPATH"] = self.extra_pythonpath + ":" + env.get("PYTHONPATH", "")
         if self.virtualenv:
-            home = os.path.abspath(self.virtualenv)
-            bin_dir = os.path.join(home, "bin")
-            if not os.path.isdir(bin_dir):
-                raise FileNotFoundError(
-                    f"{self}: virtualenv {self.virtualenv!r} has no bin/ directory; give the directory "
-                    "that holds bin/activate (create one with: python -m venv DIR)"
+            if not os.path.isdir(os.path.join(self.virtualenv, "bin")):
+                logger.warning(
+                    "%s: virtualenv %r has no bin/ directory, so programs are looked up on the rest of PATH; "
+                    "give the directory that holds bin/activate (create one with: python -m venv DIR)",
+                    self,
+                    self.virtualenv,
                 )
-            env["PATH"] = _prepend_path(bin_dir, env.get("PATH"))
-            env["VIRTUAL_ENV"] = home
+            env["PATH"] = self.virtualenv + "/bin:" + env.get("PATH", "")
+            env["VIRTUAL_ENV"] = self.virtualenv
             env.pop("PYTHONHOME", None)
         return env

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import ftplib
+import io
 import logging
 import os
 import posixpath
@@ -25,7 +26,7 @@ from typing import IO, Any, BinaryIO, NamedTuple, Protocol
 
 from luigi.contrib.optional import require
 from luigi.contrib.staged_upload import StagedUpload, tmp_suffix
-from luigi.format import Format, get_default_format
+from luigi.format import FileWrapper, Format, get_default_format
 from luigi.target import (
     FileAlreadyExists,
     FileSystem,
@@ -623,16 +624,16 @@ class RemoteTarget(FileSystemTarget):
             return self.format.pipe_reader(self._downloaded())
         raise ValueError(f"Unsupported mode {mode!r} for RemoteTarget {self.path!r}: use 'r' or 'w'")
 
-    def _downloaded(self) -> IO[bytes]:
-        """The whole file in an anonymous local temporary file, which vanishes when closed."""
-        local: IO[bytes] = tempfile.TemporaryFile(prefix="luigi-ftp-")
-        try:
-            self._fs._download(self.path, local)  # type: ignore[arg-type]
-        except BaseException:
-            local.close()
-            raise
-        local.seek(0)
-        return local
+    def _downloaded(self) -> FileWrapper:
+        """The whole file, downloaded to a temporary folder kept on the target until it is collected.
+
+        As in Luigi, the download is at ``_RemoteTarget__tmp_path`` in ``_RemoteTarget__temp_dir``, which
+        users' tests read: the file exists while the target lives and is gone once it is collected.
+        """
+        self.__temp_dir = tempfile.TemporaryDirectory(prefix="luigi-contrib-ftp_")
+        self.__tmp_path = os.path.join(self.__temp_dir.name, self.path.lstrip("/") + tmp_suffix())
+        self._fs.get(self.path, self.__tmp_path)
+        return FileWrapper(io.BufferedReader(io.FileIO(self.__tmp_path, "r")))
 
     def exists(self) -> bool:
         """Whether the file exists (and, with ``mtime``, is newer than it)."""

@@ -11,7 +11,6 @@ Config (``[mysql]``): ``marker_table`` (default ``table_updates``).
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import logging
 from collections.abc import Iterator, Sequence
@@ -24,11 +23,13 @@ from luigi.contrib.optional import require
 from luigi.contrib.rdbms import (
     ConfigDefault,
     DatabaseConnectionError,
-    MarkerTableError,
+    MarkerDialect,
     TableCopyError,
+    column_mismatch_hint,
     column_names,
+    commit_or_raise,
     redact,
-    split_table_name,
+    rollback_quietly,
 )
 
 __all__ = ["CopyToTable", "MySqlTarget"]
@@ -36,6 +37,7 @@ __all__ = ["CopyToTable", "MySqlTarget"]
 logger = logging.getLogger("luigi-interface")
 
 ER_NO_SUCH_TABLE = 1146
+ER_TABLE_EXISTS_ERROR = 1050
 
 
 @dataclass(frozen=True)
@@ -78,12 +80,42 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(message).split())}"
 
 
-def rollback_quietly(connection: Any) -> None:
-    """Roll back after a failure; a broken connection has nothing left to undo."""
-    try:
-        connection.rollback()
-    except Exception:  # noqa: BLE001 - the original failure is what gets reported
-        logger.debug("rollback after a failed copy failed too", exc_info=True)
+class MySqlDialect(MarkerDialect):
+    """The marker table on MySQL and MariaDB through mysql.connector or PyMySQL."""
+
+    current_schema_sql = "DATABASE()"
+    fold_identifiers = False  # MySQL table names are case-sensitive on Linux
+
+    def errors(self, connection: Any) -> tuple[type[Exception], ...]:
+        return (driver().Error,)
+
+    def error_text(self, exc: BaseException) -> str:
+        return error_text(exc)
+
+    def is_missing_table(self, exc: BaseException) -> bool:
+        return error_code(exc) == ER_NO_SUCH_TABLE
+
+    def is_duplicate_table(self, exc: BaseException) -> bool:
+        return error_code(exc) == ER_TABLE_EXISTS_ERROR
+
+    def create_marker_table_sql(self, target: rdbms.DatabaseTarget) -> str:
+        return (  # Luigi's DDL, to the whitespace
+            f" CREATE TABLE {target.marker_table} (\n"
+            " id            BIGINT(20)    NOT NULL AUTO_INCREMENT,\n"
+            " update_id     VARCHAR(128)  NOT NULL,\n"
+            " target_table  VARCHAR(128),\n"
+            " inserted      TIMESTAMP DEFAULT NOW(),\n"
+            " PRIMARY KEY (update_id),\n"
+            " KEY id (id)\n"
+            " )\n"
+        )
+
+    def insert_marker(self, target: rdbms.DatabaseTarget) -> tuple[str, tuple[Any, ...]]:
+        sql = (
+            f"INSERT INTO {target.marker_table} (update_id, target_table)\n VALUES (%s, %s)\n"
+            " ON DUPLICATE KEY UPDATE\n update_id = VALUES(update_id)"
+        )
+        return sql, (target.update_id, target.table)
 
 
 class MySqlTarget(rdbms.DatabaseTarget):
@@ -95,6 +127,7 @@ class MySqlTarget(rdbms.DatabaseTarget):
     marker_table = ConfigDefault("mysql", "marker_table", "table_updates")
     DEFAULT_DB_PORT = 3306
     engine = "MySQL"
+    dialect = MySqlDialect()
 
     def __init__(
         self,
@@ -107,6 +140,7 @@ class MySqlTarget(rdbms.DatabaseTarget):
         **cnx_kwargs: Any,
     ) -> None:
         super().__init__(host, database, user, password, table, update_id, cnx_kwargs.pop("port", None))
+        self.port = int(self.port)  # Luigi's MySqlTarget makes the port of "host:3307" an int
         self.cnx_kwargs = cnx_kwargs
 
     def connect(self, autocommit: bool = False) -> Any:
@@ -126,82 +160,8 @@ class MySqlTarget(rdbms.DatabaseTarget):
             cause = redact(error_text(exc), [self.password])
         raise DatabaseConnectionError(f"cannot connect to {self.where()} as user {self.user!r}: {cause}")
 
-    @contextlib.contextmanager
-    def _own_connection(self) -> Iterator[Any]:
-        connection = self.connect(autocommit=True)
-        try:
-            yield connection
-        finally:
-            connection.close()
-
-    def exists(self, connection: Any = None) -> bool:
-        """Whether the marker row exists (False while the marker table does not)."""
-        active = driver()
-        try:
-            if connection is None:
-                with self._own_connection() as own:
-                    return self._marker_row_exists(own)
-            return self._marker_row_exists(connection)
-        except active.Error as exc:
-            failure = self._marker_error("checking", exc)
-        raise failure
-
-    def _marker_row_exists(self, connection: Any) -> bool:
-        cursor = connection.cursor()
-        try:
-            cursor.execute(
-                f"SELECT 1 FROM {self.marker_table} WHERE update_id = %s LIMIT 1", (self.update_id,)
-            )
-        except driver().Error as exc:
-            if error_code(exc) == ER_NO_SUCH_TABLE:
-                return False
-            raise
-        return cursor.fetchone() is not None
-
-    def touch(self, connection: Any = None) -> None:
-        """Write (or refresh) the marker row; on ``connection``, inside its transaction, if given."""
-        self.create_marker_table()
-        active = driver()
-        sql = (
-            f"INSERT INTO {self.marker_table} (update_id, target_table) VALUES (%s, %s) "
-            "ON DUPLICATE KEY UPDATE update_id = VALUES(update_id)"
-        )
-        try:
-            if connection is None:
-                with self._own_connection() as own:
-                    own.cursor().execute(sql, (self.update_id, self.table))
-            else:
-                connection.cursor().execute(sql, (self.update_id, self.table))
-            return
-        except active.Error as exc:
-            failure = self._marker_error("writing", exc)
-        raise failure
-
-    def create_marker_table(self) -> None:
-        """Create the marker table unless it exists, on a connection of its own (DDL commits at once)."""
-        sql = (
-            f"CREATE TABLE IF NOT EXISTS {self.marker_table} ("
-            "id BIGINT NOT NULL AUTO_INCREMENT, "
-            "update_id VARCHAR(255) NOT NULL, "
-            "target_table VARCHAR(128), "
-            "inserted TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
-            "PRIMARY KEY (update_id), KEY id (id))"
-        )
-        active = driver()
-        try:
-            with self._own_connection() as own:
-                own.cursor().execute(sql)
-            return
-        except active.Error as exc:
-            failure = self._marker_error("creating", exc)
-        raise failure
-
-    def _marker_error(self, action: str, exc: BaseException) -> MarkerTableError:
-        cause = redact(error_text(exc), [self.password])
-        return MarkerTableError(
-            f"{action} the marker table {self.marker_table!r} of {self.where()} for "
-            f"update_id {self.update_id!r} failed: {cause}"
-        )
+    def _autocommit_connection(self) -> Any:
+        return self.connect(autocommit=True)
 
 
 class CopyToTable(rdbms.CopyToTable):
@@ -212,8 +172,6 @@ class CopyToTable(rdbms.CopyToTable):
     """
 
     bulk_size = 10000
-    information_schema_current = "DATABASE()"
-    fold_identifiers = False  # MySQL table names are case-sensitive on Linux
 
     def rows(self) -> Iterator[Sequence[Any]]:
         """The rows to load: by default each line of the input target split on tabs."""
@@ -222,35 +180,21 @@ class CopyToTable(rdbms.CopyToTable):
                 yield line.rstrip("\n").split("\t")
 
     def output(self) -> MySqlTarget:
-        extra = {"port": self.port} if self.port else {}
-        return MySqlTarget(
-            host=self.host,
-            database=self.database,
-            user=self.user,
-            password=self.password,
-            table=self.table,
-            update_id=self.update_id(),
-            **extra,
-        )
+        extra = {"port": self.port} if self.port else {}  # (Luigi's passes none; ours honours a port)
+        return self.marker_target(MySqlTarget, self.table, **extra)
 
     def copy(self, cursor: Any, file: Any = None) -> None:
         """INSERT the rows in batches of ``bulk_size`` (the driver sends each batch as one statement)."""
         names = column_names(self.columns)
-        placeholders = ", ".join(["%s"] * len(names))
-        sql = f"INSERT INTO {self.table} ({', '.join(names)}) VALUES ({placeholders})"
-        batch: list[Sequence[Any]] = []
-        for number, row in enumerate(self.rows(), start=1):
-            if len(row) != len(names):
-                raise ValueError(
-                    f"{self}: row {number} has {len(row)} values but table {self.table!r} is loaded with "
-                    f"{len(names)} columns {names}: fix rows() or columns"
-                )
-            batch.append(tuple(row))
+        placeholders = ",".join(["%s"] * len(names))
+        sql = f"INSERT INTO {self.table} ({','.join(names)}) VALUES ({placeholders})"
+        batch: list[Any] = []
+        for row in self.rows():  # as given, as in Luigi: the driver rejects a row that does not fit
+            batch.append(row)
             if len(batch) >= self.bulk_size:
                 cursor.executemany(sql, batch)
                 batch = []
-        if batch:
-            cursor.executemany(sql, batch)
+        cursor.executemany(sql, batch)  # the remainder, even when empty, as Luigi
 
     def run(self) -> None:
         self._check_declared()
@@ -263,27 +207,26 @@ class CopyToTable(rdbms.CopyToTable):
 
     def _load(self, connection: Any, output: MySqlTarget) -> None:
         """init_copy, copy, post_copy and the marker in one transaction; undone on any failure."""
-        active = driver()
         created = [False]
-        try:
+
+        def load() -> None:
             self._copy_creating_table(connection, created)
             self.post_copy(connection)
             if self.enable_metadata_columns:
                 self.post_copy_metacolumns(connection.cursor())
             output.touch(connection)
-            connection.commit()
-            return
-        except active.Error as exc:
-            self._undo(connection, created[0])
-            failure = self._copy_error(connection, output, exc)
-        except BaseException:
-            self._undo(connection, created[0])
-            raise
-        raise failure
+
+        commit_or_raise(
+            connection,
+            (driver().Error,),
+            load,
+            lambda exc: self._copy_error(connection, output, exc),
+            undo=lambda connection: self._undo(connection, created[0]),
+        )
 
     def _copy_creating_table(self, connection: Any, created: list[bool]) -> None:
         """Create a missing table first when ``columns`` say how, so ``rows()`` is read only once."""
-        if self._declares_types() and not self._table_exists(connection):
+        if self._declares_types() and not MySqlTarget.dialect.table_exists(connection.cursor(), self.table):
             self._create(connection, created)
         for attempt in (1, 2):
             try:
@@ -298,16 +241,6 @@ class CopyToTable(rdbms.CopyToTable):
 
     def _declares_types(self) -> bool:
         return all(isinstance(column, (tuple, list)) and len(column) == 2 for column in self.columns)
-
-    def _table_exists(self, connection: Any) -> bool:
-        schema, name = split_table_name(self.table, fold=False)
-        schema_sql = "%s" if schema else "DATABASE()"
-        cursor = connection.cursor()
-        cursor.execute(
-            f"SELECT 1 FROM information_schema.tables WHERE table_schema = {schema_sql} AND table_name = %s",
-            (*([schema] if schema else []), name),
-        )
-        return cursor.fetchone() is not None
 
     def _create(self, connection: Any, created: list[bool]) -> None:
         logger.info("Creating table %s", self.table)
@@ -326,32 +259,8 @@ class CopyToTable(rdbms.CopyToTable):
 
     def _copy_error(self, connection: Any, output: MySqlTarget, exc: BaseException) -> TableCopyError:
         cause = redact(error_text(exc), [self.password])
-        hint = _column_mismatch(connection, self.table, column_names(self.columns))
+        hint = column_mismatch_hint(connection, output.dialect, self.table, column_names(self.columns))
         return TableCopyError(
             f"copying rows into table {self.table!r} of {output.where()} failed, nothing was written: "
             f"{cause}{hint}"
         )
-
-
-def _column_mismatch(connection: Any, table: str, declared: list[str]) -> str:
-    """`` (the table has columns ...)`` when ``table`` exists without all the ``declared`` columns."""
-    schema, name = split_table_name(table, fold=False)
-    schema_sql = "%s" if schema else "DATABASE()"
-    try:
-        cursor = connection.cursor()
-        cursor.execute(
-            "SELECT column_name FROM information_schema.columns "
-            f"WHERE table_schema = {schema_sql} AND table_name = %s ORDER BY ordinal_position",
-            (*([schema] if schema else []), name),
-        )
-        actual = [str(row[0]) for row in cursor.fetchall()]
-        connection.rollback()
-    except Exception:  # noqa: BLE001 - only a hint; the copy error is what matters
-        return ""
-    missing = [column for column in declared if column.lower() not in [a.lower() for a in actual]]
-    if not actual or not missing:
-        return ""
-    return (
-        f" (table {table!r} has columns {actual}, but the task copies {declared}: "
-        "alter the table or the task's columns)"
-    )

@@ -28,12 +28,13 @@ from luigi.contrib.optional import require
 from luigi.contrib.rdbms import (
     ConfigDefault,
     DatabaseConnectionError,
-    MarkerTableError,
+    MarkerDialect,
     QueryError,
     TableCopyError,
+    column_mismatch_hint,
     column_names,
+    commit_or_raise,
     redact,
-    split_table_name,
     sql_literal,
 )
 
@@ -44,7 +45,9 @@ logger = logging.getLogger("luigi-interface")
 UNDEFINED_TABLE = "42P01"
 DUPLICATE_TABLE = "42P07"
 UNIQUE_VIOLATION = "23505"
-NULL_MARKER = "\\N"
+NULL_MARKER = (
+    "\\\\N"  # backslash, backslash, N: Luigi's marker, so a value that is literally \N loads as NULL
+)
 _COPY_BLOCK = 1 << 16
 
 
@@ -129,14 +132,6 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first_line}"
 
 
-def rollback_quietly(connection: Any) -> None:
-    """Roll back after a failure; a connection that is already broken has nothing left to undo."""
-    try:
-        connection.rollback()
-    except Exception:  # noqa: BLE001 - the original failure is what gets reported
-        logger.debug("rollback after a failed copy failed too", exc_info=True)
-
-
 # -- escaping for COPY's text format --------------------------------------------------------------------
 
 
@@ -170,6 +165,38 @@ default_escape = MultiReplacer(
 # -- the target -----------------------------------------------------------------------------------------
 
 
+class PostgresDialect(MarkerDialect):
+    """The marker table on PostgreSQL (and Redshift) through psycopg2 or psycopg 3."""
+
+    def errors(self, connection: Any) -> tuple[type[Exception], ...]:
+        return _errors_for(connection)
+
+    def error_text(self, exc: BaseException) -> str:
+        return error_text(exc)
+
+    def is_missing_table(self, exc: BaseException) -> bool:
+        return sqlstate(exc) == UNDEFINED_TABLE
+
+    def is_duplicate_table(self, exc: BaseException) -> bool:
+        return sqlstate(exc) in (DUPLICATE_TABLE, UNIQUE_VIOLATION)
+
+    def create_marker_table_sql(self, target: rdbms.DatabaseTarget) -> str:
+        inserted = "TIMESTAMP DEFAULT NOW())" if target.use_db_timestamps else "TIMESTAMP);"
+        return (  # Luigi's DDL, to the whitespace
+            f" CREATE TABLE {target.marker_table} (\n update_id TEXT PRIMARY KEY,\n target_table TEXT,\n"
+            f" inserted {inserted}"
+        )
+
+    def insert_marker(self, target: rdbms.DatabaseTarget) -> tuple[str, tuple[Any, ...]]:
+        if target.use_db_timestamps:
+            sql = f"INSERT INTO {target.marker_table} (update_id, target_table)\n VALUES (%s, %s)\n"
+            return sql, (target.update_id, target.table)
+        sql = (
+            f"INSERT INTO {target.marker_table} (update_id, target_table, inserted)\n VALUES (%s, %s, %s);\n"
+        )
+        return sql, (target.update_id, target.table, datetime.datetime.now())
+
+
 class PostgresTarget(rdbms.DatabaseTarget):
     """A row ``update_id`` in the marker table: present once the load or query it names has finished.
 
@@ -181,6 +208,7 @@ class PostgresTarget(rdbms.DatabaseTarget):
     use_db_timestamps = ConfigDefault("postgres", "use_db_timestamps", True)
     DEFAULT_DB_PORT = 5432
     engine = "PostgreSQL"
+    dialect = PostgresDialect()
 
     def open(self, mode: str) -> Any:
         raise NotImplementedError(f"cannot open() {type(self).__name__}: it marks a database table")
@@ -194,101 +222,10 @@ class PostgresTarget(rdbms.DatabaseTarget):
             cause = redact(" ".join(str(exc).split()), [self.password])
         raise DatabaseConnectionError(f"cannot connect to {self.where()} as user {self.user!r}: {cause}")
 
-    @contextlib.contextmanager
-    def _own_connection(self) -> Iterator[Any]:
+    def _autocommit_connection(self) -> Any:
         connection = self.connect()
         connection.autocommit = True
-        try:
-            yield connection
-        finally:
-            connection.close()
-
-    def exists(self, connection: Any = None) -> bool:
-        """Whether the marker row exists; on ``connection`` (whose transaction is left usable) if given."""
-        errors = _errors_for(connection)
-        try:
-            if connection is None:
-                with self._own_connection() as own:
-                    return self._marker_row_exists(own.cursor(), table_may_be_missing=True)
-            if not self._marker_table_exists(connection.cursor()):
-                return False
-            return self._marker_row_exists(connection.cursor(), table_may_be_missing=False)
-        except errors as exc:
-            failure = self._marker_error("checking", exc)
-        raise failure
-
-    def _marker_row_exists(self, cursor: Any, table_may_be_missing: bool) -> bool:
-        try:
-            cursor.execute(
-                f"SELECT 1 FROM {self.marker_table} WHERE update_id = %s LIMIT 1", (self.update_id,)
-            )
-        except _errors_for(cursor) as exc:
-            if table_may_be_missing and sqlstate(exc) == UNDEFINED_TABLE:
-                return False
-            raise
-        return cursor.fetchone() is not None
-
-    def _marker_table_exists(self, cursor: Any) -> bool:
-        """Ask the catalog, so a missing marker table does not abort the caller's transaction."""
-        schema, table = split_table_name(self.marker_table)
-        schema_sql = "%s" if schema else "current_schema()"
-        cursor.execute(
-            f"SELECT 1 FROM information_schema.tables WHERE table_schema = {schema_sql} AND table_name = %s",
-            (*([schema] if schema else []), table),
-        )
-        return cursor.fetchone() is not None
-
-    def touch(self, connection: Any = None) -> None:
-        """Write the marker row, creating the marker table first if needed; on ``connection`` if given."""
-        self.create_marker_table()
-        errors = _errors_for(connection)
-        try:
-            if connection is None:
-                with self._own_connection() as own:
-                    self._insert_marker(own.cursor())
-            else:
-                self._insert_marker(connection.cursor())
-            return
-        except errors as exc:
-            failure = self._marker_error("writing", exc)
-        raise failure
-
-    def _insert_marker(self, cursor: Any) -> None:
-        if self.use_db_timestamps:
-            cursor.execute(
-                f"INSERT INTO {self.marker_table} (update_id, target_table) VALUES (%s, %s)",
-                (self.update_id, self.table),
-            )
-        else:
-            cursor.execute(
-                f"INSERT INTO {self.marker_table} (update_id, target_table, inserted) VALUES (%s, %s, %s)",
-                (self.update_id, self.table, datetime.datetime.now()),
-            )
-
-    def create_marker_table(self) -> None:
-        """Create the marker table unless it exists (on a connection of its own, committed at once)."""
-        inserted = "TIMESTAMP DEFAULT NOW()" if self.use_db_timestamps else "TIMESTAMP"
-        sql = (
-            f"CREATE TABLE {self.marker_table} "
-            f"(update_id TEXT PRIMARY KEY, target_table TEXT, inserted {inserted})"
-        )
-        with self._own_connection() as own:
-            if self._marker_table_exists(own.cursor()):
-                return
-            try:
-                own.cursor().execute(sql)
-            except _errors_for(own) as exc:
-                # another worker created it between the check and the CREATE
-                if sqlstate(exc) not in (DUPLICATE_TABLE, UNIQUE_VIOLATION):
-                    failure = self._marker_error("creating", exc)
-                    raise failure from None
-
-    def _marker_error(self, action: str, exc: BaseException) -> MarkerTableError:
-        cause = redact(error_text(exc), [self.password])
-        return MarkerTableError(
-            f"{action} the marker table {self.marker_table!r} of {self.where()} for "
-            f"update_id {self.update_id!r} failed: {cause}"
-        )
+        return connection
 
 
 # -- the tasks ------------------------------------------------------------------------------------------
@@ -317,22 +254,14 @@ class CopyToTable(rdbms.CopyToTable):
         return escaped
 
     def output(self) -> PostgresTarget:
-        return PostgresTarget(
-            host=self.host,
-            database=self.database,
-            user=self.user,
-            password=self.password,
-            table=self.table,
-            update_id=self.update_id(),
-            port=self.port,
-        )
+        return self.marker_target(PostgresTarget, self.table, port=self.port)
 
     def copy(self, cursor: Any, file: IO[bytes]) -> None:
         """COPY the staged rows in ``file`` into ``table`` (``schema.table`` works)."""
         names = ", ".join(column_names(self.columns))
         sql = (
             f"COPY {self.table} ({names}) FROM STDIN WITH (FORMAT text, "
-            f"DELIMITER {sql_literal(self.column_separator)}, NULL {sql_literal(NULL_MARKER)})"
+            f"NULL {sql_literal(NULL_MARKER)}, DELIMITER {sql_literal(self.column_separator)})"
         )
         known = driver_of(cursor) or driver()
         known.copy_from_file(cursor, sql, file)
@@ -351,14 +280,8 @@ class CopyToTable(rdbms.CopyToTable):
     def _staged_rows(self) -> Iterator[IO[bytes]]:
         """All rows written to a temporary file first, so a failing ``rows()`` never reaches the table."""
         tmp_dir = configuration.get_config().get("postgres", "local_tmp_dir", None)
-        width = len(self.columns)
         with tempfile.TemporaryFile(dir=tmp_dir) as staged:
-            for number, row in enumerate(self.rows(), start=1):
-                if len(row) != width:
-                    raise ValueError(
-                        f"{self}: row {number} has {len(row)} values but table {self.table!r} is loaded with "
-                        f"{width} columns {column_names(self.columns)}: fix rows() or columns"
-                    )
+            for row in self.rows():  # any iterable, as in Luigi: a row of the wrong length fails in COPY
                 line = self.column_separator.join(self.map_column(value) for value in row) + "\n"
                 staged.write(line.encode("utf-8"))
             staged.seek(0)
@@ -367,21 +290,15 @@ class CopyToTable(rdbms.CopyToTable):
     def _load(self, connection: Any, output: PostgresTarget, staged: IO[bytes]) -> None:
         """init_copy, copy, post_copy and the marker in one transaction; rolled back on any failure."""
         errors = driver_errors(connection)
-        try:
+
+        def load() -> None:
             self._copy_creating_table(connection, staged, errors)
             self.post_copy(connection)
             if self.enable_metadata_columns:
                 self.post_copy_metacolumns(connection.cursor())
             output.touch(connection)
-            connection.commit()
-            return
-        except errors as exc:
-            rollback_quietly(connection)
-            failure = self._copy_error(connection, output, exc)
-        except BaseException:
-            rollback_quietly(connection)
-            raise
-        raise failure
+
+        commit_or_raise(connection, errors, load, lambda exc: self._copy_error(connection, output, exc))
 
     def _copy_creating_table(
         self, connection: Any, staged: IO[bytes], errors: tuple[type[Exception], ...]
@@ -401,35 +318,11 @@ class CopyToTable(rdbms.CopyToTable):
 
     def _copy_error(self, connection: Any, output: PostgresTarget, exc: BaseException) -> TableCopyError:
         cause = redact(error_text(exc), [self.password])
-        hint = _column_mismatch(connection, self.table, column_names(self.columns))
+        hint = column_mismatch_hint(connection, output.dialect, self.table, column_names(self.columns))
         return TableCopyError(
             f"copying rows into table {self.table!r} of {output.where()} failed, nothing was written: "
             f"{cause}{hint}"
         )
-
-
-def _column_mismatch(connection: Any, table: str, declared: list[str]) -> str:
-    """`` (the table has columns ...)`` when ``table`` exists without all the ``declared`` columns."""
-    schema, name = split_table_name(table)
-    schema_sql = "%s" if schema else "current_schema()"
-    try:
-        cursor = connection.cursor()
-        cursor.execute(
-            "SELECT column_name FROM information_schema.columns "
-            f"WHERE table_schema = {schema_sql} AND table_name = %s ORDER BY ordinal_position",
-            (*([schema] if schema else []), name),
-        )
-        actual = [row[0] for row in cursor.fetchall()]
-        connection.rollback()
-    except Exception:  # noqa: BLE001 - only a hint; the copy error is what matters
-        return ""
-    missing = [column for column in declared if column.lower() not in actual]
-    if not actual or not missing:
-        return ""
-    return (
-        f" (table {table!r} has columns {actual}, but the task copies {declared}: "
-        "alter the table or the task's columns)"
-    )
 
 
 class PostgresQuery(rdbms.Query):
@@ -440,15 +333,7 @@ class PostgresQuery(rdbms.Query):
     """
 
     def output(self) -> PostgresTarget:
-        return PostgresTarget(
-            host=self.host,
-            database=self.database,
-            user=self.user,
-            password=self.password,
-            table=self.table,
-            update_id=self.update_id(),
-            port=self.port,
-        )
+        return self.marker_target(PostgresTarget, self.table, port=self.port)
 
     def run(self) -> None:
         output = self.output()
@@ -460,17 +345,15 @@ class PostgresQuery(rdbms.Query):
             connection.close()
 
     def _execute(self, connection: Any, output: PostgresTarget) -> None:
-        errors = driver_errors(connection)
-        try:
+        def execute() -> None:
             logger.info("Executing query from task: %s", type(self).__name__)
             connection.cursor().execute(self.query)
             output.touch(connection)
-            connection.commit()
-            return
-        except errors as exc:
-            rollback_quietly(connection)
-            cause = redact(error_text(exc), [self.password])
-        except BaseException:
-            rollback_quietly(connection)
-            raise
-        raise QueryError(f"the query of {self} on {output.where()} failed and was rolled back: {cause}")
+
+        commit_or_raise(
+            connection, driver_errors(connection), execute, lambda exc: self._query_error(output, exc)
+        )
+
+    def _query_error(self, output: PostgresTarget, exc: BaseException) -> QueryError:
+        cause = redact(error_text(exc), [self.password])
+        return QueryError(f"the query of {self} on {output.where()} failed and was rolled back: {cause}")

@@ -5,7 +5,8 @@ Luigi's series, labelled per ``[prometheus]`` (the task family, and any task par
 
 - ``luigi_task_started_total``, ``luigi_task_failed_total``, ``luigi_task_disabled_total``,
   ``luigi_task_done_total`` (counters);
-- ``luigi_task_execution_time_seconds`` (a gauge: the last run's time, set when a task is DONE).
+- ``luigi_task_execution_time_seconds`` (a gauge: 0 when a task starts, then its run time when it is done,
+  failed or disabled).
 
 Ours, about the scheduler itself:
 
@@ -69,8 +70,6 @@ class PrometheusMetricsCollector(MetricsCollector):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         config = prometheus(**kwargs)
         self.labels = _label_names(config.use_task_family_in_labels, config.task_parameters_to_use_in_labels)
-        self._with_family = config.use_task_family_in_labels
-        self._parameter_labels = self.labels[1:] if self._with_family else list(self.labels)
         self.registry = prometheus_client.CollectorRegistry()
         self.task_started_counter = self._counter("luigi_task_started", "number of started luigi tasks")
         self.task_failed_counter = self._counter("luigi_task_failed", "number of failed luigi tasks")
@@ -91,12 +90,10 @@ class PrometheusMetricsCollector(MetricsCollector):
 
     def _series_of(self, task: Any) -> _TaskSeries:
         """The task's label set's series (made on first use)."""
-        if self._parameter_labels:
-            params = task.params or {}
-            values = tuple(str(params.get(label, "")) for label in self._parameter_labels)
-            key = (task.family, *values) if self._with_family else values
-        else:
-            key = (task.family,)
+        params = task.params or {}
+        key = tuple(  # as Luigi labels them: a parameter the task lacks is labelled "None"
+            str(task.family if label == FAMILY_LABEL else params.get(label)) for label in self.labels
+        )
         series = self._series.get(key)
         if series is None:
             series = self._series[key] = _TaskSeries(
@@ -109,19 +106,22 @@ class PrometheusMetricsCollector(MetricsCollector):
         return series
 
     def handle_task_started(self, task: Any) -> None:
-        self._series_of(task).started.inc()
+        self._series_of(task).started.inc()  # (making the series shows its execution time at 0, as Luigi)
 
     def handle_task_failed(self, task: Any) -> None:
-        self._series_of(task).failed.inc()
+        series = self._series_of(task)
+        series.failed.inc()
+        _set_execution_time(series, task)
 
     def handle_task_disabled(self, task: Any, config: Any) -> None:
-        self._series_of(task).disabled.inc()
+        series = self._series_of(task)
+        series.disabled.inc()
+        _set_execution_time(series, task)
 
     def handle_task_done(self, task: Any) -> None:
         series = self._series_of(task)
         series.done.inc()
-        if task.time_running is not None:  # a task reported DONE without running here has no run time
-            series.execution_time.set(task.updated - task.time_running)
+        _set_execution_time(series, task)
 
     def observe_rpc(self, method: str, seconds: float) -> None:
         self._scheduler_figures.observe_rpc(method, seconds)
@@ -149,8 +149,14 @@ class _TaskSeries:
     execution_time: Any
 
 
+def _set_execution_time(series: _TaskSeries, task: Any) -> None:
+    """The gauge takes the task's run time; a task that never ran here (reported by a worker) has none."""
+    if task.time_running is not None:
+        series.execution_time.set(task.updated - task.time_running)
+
+
 def _label_names(use_family: bool, parameters: Any) -> list[str]:
-    labels = ([FAMILY_LABEL] if use_family else []) + [str(name) for name in parameters]
+    labels = [str(name) for name in parameters] + ([FAMILY_LABEL] if use_family else [])
     if not labels:
         raise ValueError(
             "[prometheus] labels are empty: set use_task_family_in_labels = true or list parameters "

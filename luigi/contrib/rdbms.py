@@ -1,17 +1,20 @@
 """Abstract bases for tasks that load rows into, or run a query on, a relational database.
 
-``CopyToTable`` and ``Query`` hold what every backend shares (connection settings, the column
-declaration, ``create_table``, the ``init_copy``/``post_copy`` hooks, metadata columns); the backends
-(``luigi.contrib.postgres``, ``luigi.contrib.mysqldb``, ``luigi.contrib.redshift``) add the driver, the
-copy itself and the marker-table target. The errors below are the ones those backends raise: each names
-the database or table and the cause, and never carries a password or a secret key.
+``CopyToTable`` and ``Query`` hold what every backend shares (connection settings, ``update_id``,
+``output()``'s keywords, the column declaration, ``create_table``, the ``init_copy``/``post_copy`` hooks,
+metadata columns), and ``DatabaseTarget`` is the marker-table target of every backend, each engine's
+differences in a small ``MarkerDialect``. The backends (``luigi.contrib.postgres``,
+``luigi.contrib.mysqldb``, ``luigi.contrib.redshift``) add the driver, the dialect and the copy itself.
+The errors below are the ones those backends raise: each names the database or table and the cause, and
+never carries a password or a secret key.
 """
 
 from __future__ import annotations
 
 import abc
+import contextlib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import luigi
@@ -97,15 +100,90 @@ def sql_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def rollback_quietly(connection: Any) -> None:
+    """Roll back after a failure; a connection that is already broken has nothing left to undo."""
+    try:
+        connection.rollback()
+    except Exception:  # noqa: BLE001 - the original failure is what gets reported
+        logger.debug("rollback after a failed copy failed too", exc_info=True)
+
+
+def commit_or_raise(
+    connection: Any,
+    errors: tuple[type[Exception], ...],
+    work: Callable[[], None],
+    failure: Callable[[BaseException], RdbmsError],
+    undo: Callable[[Any], None] = rollback_quietly,
+) -> None:
+    """Run ``work`` and commit; on a driver error undo and raise ``failure(error)`` (without the driver's
+    traceback, which may quote a secret), on anything else undo and re-raise."""
+    try:
+        work()
+        connection.commit()
+        return
+    except errors as exc:
+        undo(connection)
+        error = failure(exc)
+    except BaseException:
+        undo(connection)
+        raise
+    raise error
+
+
+class MarkerDialect(abc.ABC):
+    """What one engine and its drivers do differently in keeping the marker table."""
+
+    current_schema_sql = "current_schema()"
+    fold_identifiers = True  # PostgreSQL folds unquoted names to lower case; MySQL on Linux does not
+
+    @abc.abstractmethod
+    def errors(self, connection: Any) -> tuple[type[Exception], ...]:
+        """The driver errors to catch on ``connection`` (None: one the target opens itself)."""
+
+    @abc.abstractmethod
+    def error_text(self, exc: BaseException) -> str:
+        """A driver error on one line, for messages."""
+
+    @abc.abstractmethod
+    def is_missing_table(self, exc: BaseException) -> bool:
+        """Whether ``exc`` says the table does not exist."""
+
+    @abc.abstractmethod
+    def is_duplicate_table(self, exc: BaseException) -> bool:
+        """Whether ``exc`` says the table exists already (another worker created it)."""
+
+    @abc.abstractmethod
+    def create_marker_table_sql(self, target: DatabaseTarget) -> str:
+        """Luigi's DDL of the marker table."""
+
+    @abc.abstractmethod
+    def insert_marker(self, target: DatabaseTarget) -> tuple[str, tuple[Any, ...]]:
+        """Luigi's INSERT of the target's marker row, and its parameters."""
+
+    def table_exists(self, cursor: Any, table: str) -> bool:
+        """Ask the catalog, so a missing table does not abort the caller's transaction."""
+        schema, name = split_table_name(table, self.fold_identifiers)
+        schema_sql = "%s" if schema else self.current_schema_sql
+        cursor.execute(
+            f"SELECT 1 FROM information_schema.tables WHERE table_schema = {schema_sql} AND table_name = %s",
+            (*([schema] if schema else []), name),
+        )
+        return cursor.fetchone() is not None
+
+
 class DatabaseTarget(luigi.Target):
     """A marker row ``update_id`` of ``table``'s loads in a database; says where it is without the password.
 
-    ``host`` may carry the port (``db.example:5433``), as Luigi allows; otherwise ``port``, else the
-    engine's ``DEFAULT_DB_PORT``.
+    ``host`` may carry the port (``db.example:5433``), kept as the string it is, as Luigi keeps it;
+    otherwise ``port``, else the engine's ``DEFAULT_DB_PORT``. The marker table is ``marker_table``; what
+    differs between engines is the ``dialect``.
     """
 
     DEFAULT_DB_PORT: int = 0
     engine = "database"
+    marker_table: Any = "table_updates"
+    use_db_timestamps: Any = True  # the database stamps the marker row (else the client's clock does)
+    dialect: MarkerDialect
 
     def __init__(
         self,
@@ -120,7 +198,7 @@ class DatabaseTarget(luigi.Target):
         if ":" in host:
             host, _, port = host.rpartition(":")
         self.host = host
-        self.port = int(port or self.DEFAULT_DB_PORT)
+        self.port = port or self.DEFAULT_DB_PORT
         self.database = database
         self.user = user
         self.password = password
@@ -139,6 +217,105 @@ class DatabaseTarget(luigi.Target):
     def where(self) -> str:
         """The database this target lives in, for messages."""
         return describe_database(self.engine, self.host, self.port, self.database)
+
+    @abc.abstractmethod
+    def _autocommit_connection(self) -> Any:
+        """A new connection of the target's own, committing each statement."""
+
+    @contextlib.contextmanager
+    def _own_connection(self) -> Iterator[Any]:
+        connection = self._autocommit_connection()
+        try:
+            yield connection
+        finally:
+            connection.close()
+
+    def exists(self, connection: Any = None) -> bool:
+        """Whether the marker row exists; on ``connection`` (whose transaction is left usable) if given."""
+        try:
+            if connection is None:
+                with self._own_connection() as own:
+                    return self._marker_row_exists(own.cursor(), table_may_be_missing=True)
+            if not self.dialect.table_exists(connection.cursor(), self.marker_table):
+                return False
+            return self._marker_row_exists(connection.cursor(), table_may_be_missing=False)
+        except self.dialect.errors(connection) as exc:
+            failure = self._marker_error("checking", exc)
+        raise failure
+
+    def _marker_row_exists(self, cursor: Any, table_may_be_missing: bool) -> bool:
+        try:
+            cursor.execute(  # Luigi's statement, to the whitespace
+                f"SELECT 1 FROM {self.marker_table}\n{' ' * 16}WHERE update_id = %s\n{' ' * 16}LIMIT 1",
+                (self.update_id,),
+            )
+        except self.dialect.errors(cursor) as exc:
+            if table_may_be_missing and self.dialect.is_missing_table(exc):
+                return False
+            raise
+        return cursor.fetchone() is not None
+
+    def touch(self, connection: Any = None) -> None:
+        """Write the marker row, creating the marker table first if needed; on ``connection`` if given."""
+        self.create_marker_table()
+        sql, params = self.dialect.insert_marker(self)
+        try:
+            if connection is None:
+                with self._own_connection() as own:
+                    own.cursor().execute(sql, params)
+            else:
+                connection.cursor().execute(sql, params)
+            return
+        except self.dialect.errors(connection) as exc:
+            failure = self._marker_error("writing", exc)
+        raise failure
+
+    def create_marker_table(self) -> None:
+        """Create the marker table unless it exists (on a connection of its own, committed at once)."""
+        try:
+            with self._own_connection() as own:
+                if self.dialect.table_exists(own.cursor(), self.marker_table):
+                    return
+                try:
+                    own.cursor().execute(self.dialect.create_marker_table_sql(self))
+                except self.dialect.errors(own) as exc:
+                    if not self.dialect.is_duplicate_table(exc):  # (else another worker just made it)
+                        raise
+            return
+        except self.dialect.errors(None) as exc:
+            failure = self._marker_error("creating", exc)
+        raise failure
+
+    def _marker_error(self, action: str, exc: BaseException) -> MarkerTableError:
+        cause = redact(self.dialect.error_text(exc), [self.password])
+        return MarkerTableError(
+            f"{action} the marker table {self.marker_table!r} of {self.where()} for "
+            f"update_id {self.update_id!r} failed: {cause}"
+        )
+
+
+def column_mismatch_hint(connection: Any, dialect: MarkerDialect, table: str, declared: list[str]) -> str:
+    """`` (table ... has columns ...)`` when ``table`` exists without all the ``declared`` columns."""
+    schema, name = split_table_name(table, dialect.fold_identifiers)
+    schema_sql = "%s" if schema else dialect.current_schema_sql
+    try:
+        cursor = connection.cursor()
+        cursor.execute(
+            "SELECT column_name FROM information_schema.columns "
+            f"WHERE table_schema = {schema_sql} AND table_name = %s ORDER BY ordinal_position",
+            (*([schema] if schema else []), name),
+        )
+        actual = [str(row[0]) for row in cursor.fetchall()]
+        connection.rollback()
+    except Exception:  # noqa: BLE001 - only a hint; the copy error is what matters
+        return ""
+    missing = [column for column in declared if column.lower() not in [a.lower() for a in actual]]
+    if not actual or not missing:
+        return ""
+    return (
+        f" (table {table!r} has columns {actual}, but the task copies {declared}: "
+        "alter the table or the task's columns)"
+    )
 
 
 class ConfigDefault:
@@ -174,9 +351,6 @@ class _MetadataColumnsMixin:
     ones are added with ALTER TABLE in ``init_copy``, and ``metadata_queries`` run after the copy.
     """
 
-    information_schema_current = "current_schema()"
-    fold_identifiers = True
-
     @property
     def table(self) -> str:
         """The table the columns belong to (given by the task class)."""
@@ -184,7 +358,7 @@ class _MetadataColumnsMixin:
 
     @property
     def metadata_columns(self) -> list[tuple[str, ...]]:
-        """Columns to add to the table when absent, as (name, type) tuples."""
+        """Columns to add to the table when absent: (name, type) or (name, type, encoding) tuples."""
         return []
 
     @property
@@ -200,29 +374,34 @@ class _MetadataColumnsMixin:
     def _add_metadata_columns(self, connection: Any) -> None:
         cursor = connection.cursor()
         for column in self.metadata_columns:
-            if not column:
+            if len(column) == 0:
                 raise ValueError(f"a metadata column of table {self.table!r} is empty: give (name, type)")
             if not self._column_exists(cursor, column[0]):
                 logger.info("Adding missing metadata column %s to %s", column[0], self.table)
                 self._add_column_to_table(cursor, column)
 
     def _column_exists(self, cursor: Any, column_name: str) -> bool:
-        schema, table = split_table_name(self.table, self.fold_identifiers)
-        schema_sql = "%s" if schema else self.information_schema_current
+        """Ask information_schema, with Luigi's statement (names compared lower-cased)."""
+        schema, _, table = self.table.rpartition(".")
+        schema_condition = f"table_schema = LOWER('{schema}') AND " if schema else ""
         cursor.execute(
-            "SELECT 1 FROM information_schema.columns "
-            f"WHERE table_schema = {schema_sql} AND table_name = %s AND column_name = %s LIMIT 1",
-            (*([schema] if schema else []), table, column_name.lower()),
+            "SELECT 1 AS column_exists FROM information_schema.columns WHERE "
+            f"{schema_condition}table_name = LOWER('{table}') "
+            f"AND column_name = LOWER('{column_name}') LIMIT 1;"
         )
-        return cursor.fetchone() is not None
+        return bool(cursor.fetchone())
 
     def _add_column_to_table(self, cursor: Any, column: Sequence[str]) -> None:
-        if len(column) < 2:
+        if len(column) == 2:
+            definition = f"{column[0]} {column[1]}"
+        elif len(column) == 3:
+            definition = f"{column[0]} {column[1]} ENCODE {column[2]}"
+        else:
             raise ValueError(
-                f"metadata column {column[0]!r} of table {self.table!r} needs a type: (name, type)"
+                f"metadata column {column!r} of table {self.table!r} must be (name, type) or "
+                "(name, type, encoding)"
             )
-        definition = " ".join(column[:2]) + (f" ENCODE {column[2]}" if len(column) > 2 else "")
-        cursor.execute(f"ALTER TABLE {self.table} ADD COLUMN {definition}")
+        cursor.execute(f"ALTER TABLE {self.table} ADD COLUMN {definition};")
 
     def post_copy_metacolumns(self, cursor: Any) -> None:
         """Run ``metadata_queries`` in the copy's transaction."""
@@ -231,12 +410,10 @@ class _MetadataColumnsMixin:
             cursor.execute(query)
 
 
-class CopyToTable(MixinNaiveBulkComplete, _MetadataColumnsMixin, luigi.Task):
-    """Load ``rows()`` into ``table`` of a database, once: the output is a marker-table target.
+class ConnectionSettings(abc.ABC):
+    """Where a task's database is: the four settings every task of these backends gives.
 
-    Subclasses give ``host``, ``database``, ``user``, ``password`` and ``table`` (class attributes or
-    properties, so the password never becomes part of the task id) and ``columns``: names, or
-    (name, type) tuples, which also let the task create a missing table.
+    Class attributes or properties, so the password never becomes part of the task id.
     """
 
     @property
@@ -259,12 +436,44 @@ class CopyToTable(MixinNaiveBulkComplete, _MetadataColumnsMixin, luigi.Task):
     def password(self) -> str:
         """Password of ``user``."""
 
+    port: int | None = None
+    task_id: str  # (set by luigi.Task, which these settings are mixed into)
+
+    @property
+    def update_id(self) -> str:
+        """The identifier of this run in the marker table: the task id, unique per parameters."""
+        return self.task_id
+
+    def marker_target(self, target_class: Callable[..., Any], table: str, **more: Any) -> Any:
+        """``target_class(host=..., database=..., user=..., password=..., table=..., update_id=...)``.
+
+        ``output()`` passes the class as its module names it at call time, so a test's
+        ``mock.patch('luigi.contrib.postgres.PostgresTarget')`` is what is called, with Luigi's keywords.
+        """
+        return target_class(
+            host=self.host,
+            database=self.database,
+            user=self.user,
+            password=self.password,
+            table=table,
+            update_id=self.update_id,
+            **more,
+        )
+
+
+class CopyToTable(MixinNaiveBulkComplete, _MetadataColumnsMixin, ConnectionSettings, luigi.Task):
+    """Load ``rows()`` into ``table`` of a database, once: the output is a marker-table target.
+
+    Subclasses give ``host``, ``database``, ``user``, ``password`` and ``table`` (class attributes or
+    properties, so the password never becomes part of the task id) and ``columns``: names, or
+    (name, type) tuples, which also let the task create a missing table.
+    """
+
     @property
     @abc.abstractmethod
     def table(self) -> str:
         """Table to load, optionally ``schema.table``."""
 
-    port: int | None = None
     columns: list[Any] = []
     null_values: tuple[Any, ...] = (None,)
     column_separator = "\t"
@@ -279,12 +488,8 @@ class CopyToTable(MixinNaiveBulkComplete, _MetadataColumnsMixin, luigi.Task):
                 f"{self.columns!r} give no types. Declare columns as (name, type) tuples, create the table "
                 "first, or override create_table()"
             )
-        definitions = ", ".join(f"{name} {type_}" for name, type_ in self.columns)
+        definitions = ",".join(f"{name} {type_}" for name, type_ in self.columns)
         connection.cursor().execute(f"CREATE TABLE {self.table} ({definitions})")
-
-    def update_id(self) -> str:
-        """The identifier of this load in the marker table: the task id, unique per parameters."""
-        return self.task_id
 
     @abc.abstractmethod
     def output(self) -> Any:
@@ -292,6 +497,10 @@ class CopyToTable(MixinNaiveBulkComplete, _MetadataColumnsMixin, luigi.Task):
 
     def init_copy(self, connection: Any) -> None:
         """Hook run in the copy's transaction before the rows go in (e.g. delete old rows)."""
+        if hasattr(self, "clear_table"):  # Luigi's check: a task still setting it expects a feature gone
+            raise Exception(
+                f"{type(self).__name__}.clear_table is no longer supported: delete the rows in init_copy()"
+            )
         if self.enable_metadata_columns:
             self._add_metadata_columns(connection)
 
@@ -308,28 +517,8 @@ class CopyToTable(MixinNaiveBulkComplete, _MetadataColumnsMixin, luigi.Task):
             raise ValueError(f"{self}: table and columns need to be specified (table={self.table!r})")
 
 
-class Query(MixinNaiveBulkComplete, luigi.Task):
+class Query(MixinNaiveBulkComplete, ConnectionSettings, luigi.Task):
     """Run ``query`` on a database once; the output is a marker-table target recording it ran."""
-
-    @property
-    @abc.abstractmethod
-    def host(self) -> str:
-        """Server host name, optionally ``host:port``."""
-
-    @property
-    @abc.abstractmethod
-    def database(self) -> str:
-        """Database name."""
-
-    @property
-    @abc.abstractmethod
-    def user(self) -> str:
-        """User to log in as."""
-
-    @property
-    @abc.abstractmethod
-    def password(self) -> str:
-        """Password of ``user``."""
 
     @property
     @abc.abstractmethod
@@ -341,12 +530,7 @@ class Query(MixinNaiveBulkComplete, luigi.Task):
     def query(self) -> str:
         """The SQL to run."""
 
-    port: int | None = None
     autocommit = False
-
-    def update_id(self) -> str:
-        """The identifier of this run in the marker table: the task id."""
-        return self.task_id
 
     @abc.abstractmethod
     def run(self) -> None:

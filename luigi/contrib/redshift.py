@@ -2,8 +2,8 @@
 
 Redshift speaks the PostgreSQL protocol, so this builds on ``luigi.contrib.postgres`` and its driver
 (``pip install 'luigi[redshift]'``). A load runs in one transaction with its marker row: a failed COPY
-leaves no rows, no marker, and (unlike Luigi) no emptied table, because ``do_truncate_table`` deletes
-rather than TRUNCATEs (Redshift's TRUNCATE commits on the spot).
+leaves no rows and no marker. The statements are Luigi's, to the whitespace, so a test that patches
+``RedshiftTarget`` sees Luigi's calls; ``do_truncate_table`` TRUNCATEs, which Redshift commits at once.
 
 AWS credentials for COPY/UNLOAD come from the task, else ``[redshift]`` config, else the environment
 (``aws_access_key_id`` + ``aws_secret_access_key`` [+ ``aws_session_token``], or ``aws_account_id`` +
@@ -22,18 +22,18 @@ from typing import Any
 
 import luigi
 from luigi.contrib import postgres, rdbms
-from luigi.contrib.postgres import driver_errors, error_text, rollback_quietly
+from luigi.contrib.postgres import driver_errors, error_text
 from luigi.contrib.rdbms import (
     ConfigDefault,
     DatabaseConnectionError,
     QueryError,
     TableCopyError,
     column_names,
+    commit_or_raise,
     redact,
-    split_table_name,
-    sql_literal,
+    rollback_quietly,
 )
-from luigi.contrib.s3 import S3Client, S3PathTask
+from luigi.contrib.s3 import S3PathTask, S3Target
 
 __all__ = [
     "KillOpenRedshiftSessions",
@@ -157,7 +157,7 @@ class S3CopyToTable(rdbms.CopyToTable, _CredentialsMixin):
 
     @property
     def do_truncate_table(self) -> bool:
-        """Empty the table before loading (a DELETE, so a failed load rolls it back)."""
+        """Empty the table before loading (Redshift's TRUNCATE commits at once, as with Luigi)."""
         return False
 
     @property
@@ -171,74 +171,101 @@ class S3CopyToTable(rdbms.CopyToTable, _CredentialsMixin):
         return []
 
     def do_prune(self) -> bool:
-        """Whether the prune settings are all given."""
-        return bool(self.prune_table and self.prune_column and self.prune_date)
+        """Whether to prune: all three prune settings given (some but not all is an error)."""
+        given = [bool(v) for v in (self.prune_table, self.prune_column, self.prune_date)]
+        if any(given) and not all(given):
+            raise Exception(
+                f"{type(self).__name__}: override zero or all prune variables "
+                "(prune_table, prune_column, prune_date)"
+            )
+        return all(given)
 
     def output(self) -> RedshiftTarget:
-        return RedshiftTarget(
-            host=self.host,
-            database=self.database,
-            user=self.user,
-            password=self.password,
-            table=self.table,
-            update_id=self.update_id(),
-            port=self.port,
-        )
+        return self.marker_target(RedshiftTarget, self.table)
 
     def truncate_table(self, connection: Any) -> None:
-        """Delete every row (transactional, unlike Redshift's TRUNCATE, which commits at once)."""
-        connection.cursor().execute(f"DELETE FROM {self.table}")
+        """``truncate <table>`` (on Redshift a TRUNCATE commits the transaction at once)."""
+        cursor = connection.cursor()
+        try:
+            cursor.execute(f"truncate {self.table}")
+        finally:
+            cursor.close()
 
     def prune(self, connection: Any) -> None:
-        """Delete the rows of ``prune_table`` whose ``prune_column`` is before ``prune_date``."""
-        date = self.prune_date
-        if isinstance(date, str) and len(date) > 1 and date[0] == date[-1] == "'":
-            date = date[1:-1]  # Luigi pasted the value into the SQL, so users quoted it themselves
-        connection.cursor().execute(f"DELETE FROM {self.prune_table} WHERE {self.prune_column} < %s", (date,))
+        """Delete the rows of ``prune_table`` whose ``prune_column`` is at or after ``prune_date``.
+
+        The date is written into the statement as given, as Luigi does: quote it (``"'2024-01-02'"``).
+        """
+        cursor = connection.cursor()
+        try:
+            cursor.execute(f"delete from {self.prune_table} where {self.prune_column} >= {self.prune_date}")
+        finally:
+            cursor.close()
 
     def create_schema(self, connection: Any) -> None:
-        """Create the schema of a ``schema.table`` name."""
-        schema, _ = split_table_name(self.table, fold=False)
-        connection.cursor().execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+        """Create the schema of a ``schema.table`` name (nothing for a bare name)."""
+        schema, dot, _ = self.table.partition(".")
+        if dot:
+            connection.cursor().execute(f"CREATE SCHEMA IF NOT EXISTS {schema};")
 
     def create_table(self, connection: Any) -> None:
-        """Create the table from (name, type) or (name, type, encoding) ``columns``."""
-        definitions = ", ".join(self._column_definition(column) for column in self.columns or [None])
-        constraints = f", {self.table_constraints}" if self.table_constraints else ""
-        table_type = f"{self.table_type} " if self.table_type else ""
-        sql = f"CREATE {table_type}TABLE {self.table} ({definitions}{constraints}) {self.table_attributes}"
-        connection.cursor().execute(sql.strip())
-
-    def _column_definition(self, column: Any) -> str:
-        if isinstance(column, (tuple, list)) and len(column) == 2:
-            return f"{column[0]} {column[1]}"
-        if isinstance(column, (tuple, list)) and len(column) == 3:
-            return f"{column[0]} {column[1]} ENCODE {column[2]}"
-        raise NotImplementedError(
-            f"table {self.table!r} does not exist and {type(self).__name__} cannot create it: columns "
-            f"{self.columns!r} give no types. Declare (name, type) or (name, type, encoding) tuples"
+        """Create the table from (name, type) or (name, type, encoding) ``columns``, as Luigi words it."""
+        if not self.columns or len(self.columns[0]) == 1:
+            raise NotImplementedError(
+                f"table {self.table!r} does not exist and {type(self).__name__} cannot create it: columns "
+                f"{self.columns!r} give no types. Declare (name, type) or (name, type, encoding) tuples"
+            )
+        if len(self.columns[0]) == 2:
+            definitions = ",".join(f"{name} {type_}" for name, type_ in self.columns)
+            constraints = f", {self.table_constraints}" if self.table_constraints else ""
+        elif len(self.columns[0]) == 3:
+            definitions = ",".join(
+                f"{name} {type_} ENCODE {encoding}" for name, type_, encoding in self.columns
+            )
+            constraints = f",{self.table_constraints}" if self.table_constraints else ""
+        else:
+            raise ValueError(
+                f"create_table() found no columns for {self.table!r}: give (name, type) or "
+                "(name, type, encoding) tuples"
+            )
+        connection.cursor().execute(
+            f"CREATE {self.table_type} TABLE {self.table} "
+            f"({definitions} {constraints}) {self.table_attributes}"
         )
 
     def does_schema_exist(self, connection: Any) -> bool:
-        """Whether the schema of a ``schema.table`` name exists (True for a bare table name)."""
-        schema, _ = split_table_name(self.table)
-        if schema is None:
+        """Whether the schema of a ``schema.table`` name exists (True, with no query, for a bare name)."""
+        schema, dot, _ = self.table.partition(".")
+        if not dot:
             return True
         cursor = connection.cursor()
-        cursor.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s LIMIT 1", (schema,))
-        return cursor.fetchone() is not None
+        try:
+            cursor.execute(
+                "select 1 as schema_exists from pg_namespace where nspname = lower(%s) limit 1", [schema]
+            )
+            return bool(cursor.fetchone())
+        finally:
+            cursor.close()
 
     def does_table_exist(self, connection: Any) -> bool:
-        """Whether the table exists (a bare name is looked up in the current schema)."""
-        schema, table = split_table_name(self.table)
-        schema_sql = "%s" if schema else "current_schema()"
+        """Whether the table exists: information_schema for ``schema.table``, Redshift's pg_table_def else."""
+        schema, dot, table = self.table.partition(".")
         cursor = connection.cursor()
-        cursor.execute(
-            "SELECT 1 FROM information_schema.tables "
-            f"WHERE table_schema = {schema_sql} AND table_name = %s LIMIT 1",
-            (*([schema] if schema else []), table),
-        )
-        return cursor.fetchone() is not None
+        try:
+            if dot:
+                cursor.execute(
+                    "select 1 as table_exists from information_schema.tables where table_schema = lower(%s) "
+                    "and table_name = lower(%s) limit 1",
+                    (schema, table),
+                )
+            else:
+                cursor.execute(
+                    "select 1 as table_exists from pg_table_def where tablename = lower(%s) limit 1",
+                    (self.table,),
+                )
+            return bool(cursor.fetchone())
+        finally:
+            cursor.close()
 
     def init_copy(self, connection: Any) -> None:
         """Create schema and table when missing, add metadata columns, truncate and prune as asked."""
@@ -260,13 +287,13 @@ class S3CopyToTable(rdbms.CopyToTable, _CredentialsMixin):
             self.prune(connection)
 
     def copy_statement(self, source: str) -> str:
-        """The COPY statement loading ``source`` (it contains the credentials: never log it)."""
-        names = column_names(self.columns) if self.columns else []
-        column_list = f" ({', '.join(names)})" if names else ""
-        return (
-            f"COPY {self.table}{column_list} FROM {sql_literal(source)} "
-            f"CREDENTIALS {sql_literal(self._credentials())} {self.copy_options}"
-        ).strip()
+        """Luigi's COPY statement loading ``source`` (it contains the credentials: never log it)."""
+        column_list = "(" + ",".join(column_names(self.columns)) + ")" if self.columns else ""
+        return _statement(
+            f"COPY {self.table} {column_list} from '{source}'",
+            f"CREDENTIALS '{self._credentials()}'",
+            self.copy_options,
+        )
 
     def copy(self, cursor: Any, f: str) -> None:
         """Run the COPY of ``f`` (an s3:// path)."""
@@ -278,6 +305,10 @@ class S3CopyToTable(rdbms.CopyToTable, _CredentialsMixin):
         logger.info("Executing post copy queries")
         for query in self.queries:
             cursor.execute(query)
+
+    def post_copy_metacolums(self, cursor: Any) -> None:
+        """Luigi's misspelled name of ``post_copy_metacolumns``, kept for code that calls it."""
+        self.post_copy_metacolumns(cursor)
 
     def run(self) -> None:
         if not self.table:
@@ -291,8 +322,7 @@ class S3CopyToTable(rdbms.CopyToTable, _CredentialsMixin):
             connection.close()
 
     def _load(self, connection: Any, output: RedshiftTarget, path: str) -> None:
-        errors = driver_errors(connection)
-        try:
+        def load() -> None:  # Luigi's order of calls, which users' tests with a patched target pin
             cursor = connection.cursor()
             self.init_copy(connection)
             self.copy(cursor, path)
@@ -300,18 +330,15 @@ class S3CopyToTable(rdbms.CopyToTable, _CredentialsMixin):
             if self.enable_metadata_columns:
                 self.post_copy_metacolumns(cursor)
             output.touch(connection)
-            connection.commit()
-            return
-        except errors as exc:
-            rollback_quietly(connection)
+
+        def failure(exc: BaseException) -> TableCopyError:
             cause = redact(error_text(exc), [*self._secrets(), self.password])
-        except BaseException:
-            rollback_quietly(connection)
-            raise
-        raise TableCopyError(
-            f"loading {path} into table {self.table!r} of {output.where()} failed, nothing was written: "
-            f"{cause}"
-        )
+            return TableCopyError(
+                f"loading {path} into table {self.table!r} of {output.where()} failed, nothing was "
+                f"written: {cause}"
+            )
+
+        commit_or_raise(connection, driver_errors(connection), load, failure)
 
 
 class S3CopyJSONToTable(S3CopyToTable):
@@ -328,10 +355,17 @@ class S3CopyJSONToTable(S3CopyToTable):
         """Extra COPY options, e.g. ``"GZIP"``."""
 
     def copy_statement(self, source: str) -> str:
-        return (
-            f"COPY {self.table} FROM {sql_literal(source)} CREDENTIALS {sql_literal(self._credentials())} "
-            f"JSON AS {sql_literal(self.jsonpath)} {self.copy_json_options}"
-        ).strip()
+        return _statement(
+            f"COPY {self.table} from '{source}'",
+            f"CREDENTIALS '{self._credentials()}'",
+            f"JSON AS '{self.jsonpath}' {self.copy_json_options}",
+            self.copy_options,
+        )
+
+
+def _statement(*lines: str) -> str:
+    """Luigi's layout of a COPY: a newline, then each line and the closing ``;`` indented by 9 spaces."""
+    return "".join(f"\n{' ' * 9}{line}" for line in (*lines, ";"))
 
 
 class RedshiftManifestTask(S3PathTask):
@@ -341,28 +375,26 @@ class RedshiftManifestTask(S3PathTask):
     text_target = True
 
     def run(self) -> None:  # type: ignore[override]  # S3PathTask is external; this task is not
-        client = S3Client()
         entries = [
-            {"url": url, "mandatory": True} for folder in self.folder_paths for url in client.listdir(folder)
+            {"url": f"{folder.rstrip('/')}/{name}", "mandatory": True}  # (Luigi doubled a folder's "/")
+            for folder in self.folder_paths
+            for name in S3Target(folder).fs.list(folder)
         ]
         manifest = json.dumps({"entries": entries})
-        with self.output().open("w") as target:
+        target = self.output().open("w")
+        try:
             target.write(manifest if self.text_target else manifest.encode("utf-8"))
+        except BaseException:
+            del target  # never closed: the manifest is not uploaded
+            raise
+        target.close()
 
 
 class RedshiftQuery(postgres.PostgresQuery):
     """Run ``query`` on Redshift once, recorded in the Redshift marker table."""
 
     def output(self) -> RedshiftTarget:
-        return RedshiftTarget(
-            host=self.host,
-            database=self.database,
-            user=self.user,
-            password=self.password,
-            table=self.table,
-            update_id=self.update_id(),
-            port=self.port,
-        )
+        return self.marker_target(RedshiftTarget, self.table)
 
 
 class RedshiftUnloadTask(postgres.PostgresQuery, _CredentialsMixin):
@@ -381,28 +413,20 @@ class RedshiftUnloadTask(postgres.PostgresQuery, _CredentialsMixin):
     @property
     def unload_query(self) -> str:
         """The UNLOAD template, filled by ``unload_statement``."""
-        return "UNLOAD ('{query}') TO '{s3_unload_path}' CREDENTIALS '{credentials}' {unload_options}"
+        return "UNLOAD ( '{query}' ) TO '{s3_unload_path}' credentials '{credentials}' {unload_options};"
 
     def output(self) -> RedshiftTarget:
-        return RedshiftTarget(
-            host=self.host,
-            database=self.database,
-            user=self.user,
-            password=self.password,
-            table=self.table,
-            update_id=self.update_id(),
-            port=self.port,
-        )
+        return self.marker_target(RedshiftTarget, self.table)
 
     def unload_statement(self) -> str:
         """The UNLOAD statement, the query quoted for Redshift (it contains the credentials: never log it)."""
         query = self.query() if callable(self.query) else self.query
         return self.unload_query.format(
-            query=query.replace("\\", "\\\\").replace("'", "\\'"),
-            s3_unload_path=self.s3_unload_path.replace("'", "''"),
-            credentials=self._credentials().replace("'", "''"),
+            query=query.replace("'", "\\'"),
+            s3_unload_path=self.s3_unload_path,
+            credentials=self._credentials(),
             unload_options=self.unload_options,
-        ).strip()
+        )
 
     def run(self) -> None:
         output = self.output()
@@ -413,75 +437,40 @@ class RedshiftUnloadTask(postgres.PostgresQuery, _CredentialsMixin):
             connection.close()
 
     def _unload(self, connection: Any, output: RedshiftTarget) -> None:
-        errors = driver_errors(connection)
-        try:
+        def unload() -> None:
             logger.info("Executing unload query from task: %s", type(self).__name__)
-            connection.cursor().execute(self.unload_statement())
+            cursor = connection.cursor()
+            cursor.execute(self.unload_statement())
+            logger.info(cursor.statusmessage)
             output.touch(connection)
-            connection.commit()
-            return
-        except errors as exc:
-            rollback_quietly(connection)
+
+        def failure(exc: BaseException) -> QueryError:
             cause = redact(error_text(exc), [*self._secrets(), self.password])
-        except BaseException:
-            rollback_quietly(connection)
-            raise
-        raise QueryError(
-            f"unloading {self} to {self.s3_unload_path} from {output.where()} failed and was rolled back: "
-            f"{cause}"
-        )
+            return QueryError(
+                f"unloading {self} to {self.s3_unload_path} from {output.where()} failed and was rolled "
+                f"back: {cause}"
+            )
+
+        commit_or_raise(connection, driver_errors(connection), unload, failure)
 
 
-class KillOpenRedshiftSessions(luigi.Task):
+class KillOpenRedshiftSessions(rdbms.ConnectionSettings, luigi.Task):
     """Terminate every other session on ``database`` (before a restore, a schema change, ...).
 
     When the server also drops this task's own session, it reconnects, trying for up to
-    ``connection_reset_wait_seconds``, and then records the run in the marker table.
+    ``connection_reset_wait_seconds``, and then records the run in the marker table. Log in as a
+    superuser to kill other users' sessions.
     """
 
     connection_reset_wait_seconds = luigi.IntParameter(default=60)
 
-    @property
-    @abc.abstractmethod
-    def host(self) -> str:
-        """Cluster host name, optionally ``host:port``."""
-
-    @property
-    @abc.abstractmethod
-    def database(self) -> str:
-        """Database whose sessions are killed."""
-
-    @property
-    @abc.abstractmethod
-    def user(self) -> str:
-        """User to log in as (a superuser, to kill other users' sessions)."""
-
-    @property
-    @abc.abstractmethod
-    def password(self) -> str:
-        """Password of ``user``."""
-
-    port: int | None = None
-    table = "stv_sessions"
     kill_query = (
-        "SELECT pg_terminate_backend(process) FROM STV_SESSIONS "
-        "WHERE db_name = %s AND user_name != 'rdsdb' AND process != pg_backend_pid()"
+        "select pg_terminate_backend(process) from STV_SESSIONS where db_name=%s "
+        "and user_name != 'rdsdb' and process != pg_backend_pid()"
     )
 
-    def update_id(self) -> str:
-        """The identifier of this run in the marker table: the task id."""
-        return self.task_id
-
     def output(self) -> RedshiftTarget:
-        return RedshiftTarget(
-            host=self.host,
-            database=self.database,
-            user=self.user,
-            password=self.password,
-            table=self.table,
-            update_id=self.update_id(),
-            port=self.port,
-        )
+        return self.marker_target(RedshiftTarget, type(self).__name__)
 
     def run(self) -> None:
         output = self.output()

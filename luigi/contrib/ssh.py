@@ -319,7 +319,10 @@ class RemoteFileSystem(FileSystem):
 
     def put(self, local_path: str, path: str) -> None:
         """Upload local file ``local_path`` to ``path``: sent to a temporary name, then renamed into place."""
-        tmp_path = path + tmp_suffix()
+        self._put_via(local_path, path, path + tmp_suffix())
+
+    def _put_via(self, local_path: str, path: str, tmp_path: str) -> None:
+        """Upload ``local_path`` to the remote ``tmp_path``, check its size, and rename it to ``path``."""
         tmp, dest = shlex.quote(tmp_path), shlex.quote(path)
         size = os.path.getsize(local_path)
         # The size check matters: if this client dies mid-upload, the remote cat still ends "successfully".
@@ -358,10 +361,29 @@ class RemoteFileSystem(FileSystem):
 
 
 class AtomicRemoteFileWriter(StagedUpload):
-    """A remote file being written over ssh, uploaded atomically on ``close()``."""
+    """A remote file being written over ssh, uploaded atomically on ``close()``.
+
+    The data is staged locally; ``tmp_path`` is the remote temporary name it is uploaded to and renamed
+    from (Luigi's ``<path>-luigi-tmp-<n>``), so a test can check over ssh that nothing is left there.
+    """
 
     local_prefix = "luigi-ssh"
     _fs: RemoteFileSystem
+
+    def __init__(self, fs: RemoteFileSystem, path: str) -> None:
+        self.__tmp_path = path + tmp_suffix()
+        folder = os.path.dirname(os.path.normpath(path))
+        if folder:  # as in Luigi: the folder exists (or its error is raised) once open('w') returns
+            fs.mkdir(folder)
+        super().__init__(fs, path)
+
+    @property
+    def tmp_path(self) -> str:
+        """The remote temporary name the file is uploaded to before it is renamed to ``path``."""
+        return self.__tmp_path
+
+    def _upload(self, staged_path: str) -> None:
+        self._fs._put_via(staged_path, self.path, self.__tmp_path)
 
     @property
     def fs(self) -> RemoteFileSystem:

@@ -32,15 +32,20 @@ class StagedUpload(AtomicLocalFile):
         super().__init__(path)
 
     def generate_tmp_path(self, path: str) -> str:
-        return os.path.join(tempfile.gettempdir(), f"{self.local_prefix}{tmp_suffix()}")
+        self._staged_path = os.path.join(tempfile.gettempdir(), f"{self.local_prefix}{tmp_suffix()}")
+        return self._staged_path
 
     def move_to_final_destination(self) -> None:
         try:
-            self._fs.put(self.tmp_path, self.path)
+            self._upload(self._staged_path)
         finally:
             with contextlib.suppress(FileNotFoundError):
-                os.remove(self.tmp_path)
+                os.remove(self._staged_path)
             self._tmp_path_moved = True
+
+    def _upload(self, staged_path: str) -> None:
+        """Send the finished local file to ``path`` on ``fs``."""
+        self._fs.put(staged_path, self.path)
 
     @property
     def fs(self) -> Any:

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from luigi.format.streams import CHUNK, ExcInfo, aborted, discard
+from luigi.format.streams import CHUNK, ExcInfo, aborted, discard, forwarded
 
 __all__ = ["InputPipeProcessWrapper", "OutputPipeProcessWrapper"]
 
@@ -130,6 +130,9 @@ class InputPipeProcessWrapper(io.BufferedIOBase):
         self._stdout: Any = self._process.popen.stdout
         self._done = False
 
+    def __getattr__(self, name: str) -> Any:
+        return forwarded(self, "_input_pipe", name)  # what the command reads, as in Luigi
+
     @property
     def closed(self) -> bool:
         return self._done
@@ -229,6 +232,9 @@ class OutputPipeProcessWrapper(io.BufferedIOBase):
         self._input_refused = False
         self._failure: ExcInfo | None = None
         self._done = False
+
+    def __getattr__(self, name: str) -> Any:
+        return forwarded(self, "_output_pipe", name)  # the atomic file written, as in Luigi
 
     @property
     def closed(self) -> bool:

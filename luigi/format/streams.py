@@ -21,6 +21,18 @@ def aborted() -> ExcInfo:
     return StreamAborted, err, None
 
 
+def forwarded(wrapper: Any, below_name: str, name: str) -> Any:
+    """Attribute ``name`` of the stream a wrapper holds as ``below_name``, for ``__getattr__``.
+
+    As in Luigi, a wrapper shows the attributes of the stream below it (an atomic writer's ``tmp_path``
+    through any depth of formats). Dunders and the name of the stream itself are never forwarded, so a
+    half-built or half-destroyed wrapper raises AttributeError instead of recursing.
+    """
+    if name == below_name or name.startswith("__"):
+        raise AttributeError(name)
+    return getattr(object.__getattribute__(wrapper, below_name), name)
+
+
 def discard(stream: Any, exc_info: ExcInfo) -> None:
     """Abandon `stream` after a failure: atomic streams drop their output, plain ones are just closed."""
     exit_stream = getattr(stream, "__exit__", None)
@@ -36,6 +48,9 @@ class LayeredStream(io.BufferedIOBase):
     def __init__(self, stream: Any) -> None:
         self._stream = stream
         self._done = False
+
+    def __getattr__(self, name: str) -> Any:
+        return forwarded(self, "_stream", name)
 
     @property
     def closed(self) -> bool:
@@ -87,11 +102,6 @@ class LayeredStream(io.BufferedIOBase):
 class FileWrapper(LayeredStream):
     """Expose any file-like object through the layered-stream protocol, delegating other attributes."""
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "_stream":
-            raise AttributeError(name)
-        return getattr(self._stream, name)
-
     def readable(self) -> bool:
         return bool(self._stream.readable())
 
@@ -122,6 +132,15 @@ class TextWrapper(io.TextIOWrapper):
     Only `close()` or a clean `with` exit commits: a wrapper collected while open discards the stream below
     (io's own finalizer would close it, publishing a half-written file).
     """
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            below = self.buffer
+        except ValueError:  # detached: nothing below to ask
+            raise AttributeError(name) from None
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(below, name)
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if exc_type is None:

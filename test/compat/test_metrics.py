@@ -3,16 +3,20 @@
 
 Pipelines run in real workers; ``/metrics`` is fetched from a real ``luigid`` subprocess (and from the
 server in a thread where a test swaps the collector), and parsed with ``prometheus_client``'s own parser;
-the Datadog collector sends to a real UDP socket standing in for the DogStatsD agent.
+the Datadog collector sends to a real UDP socket standing in for the DogStatsD agent and posts events
+to a real local HTTP server standing in for Datadog's web API.
 """
 
 from __future__ import annotations
 
+import http.server
+import json
 import os
 import socket
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -386,28 +390,65 @@ def _has(prefix: str, count: int = 1) -> Callable[[list[str]], bool]:
     return lambda packets: sum(p.startswith(prefix) for p in packets) >= count
 
 
-def test_datadog_packets_for_a_real_run_reach_the_agent(statsd_agent):
+@pytest.fixture
+def events_api() -> Iterator[list[dict[str, Any]]]:
+    """A local HTTP server standing in for Datadog's web API; ``[datadog] api_host`` points at it."""
+    posted: list[dict[str, Any]] = []
+
+    class EventsHandler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            posted.append({"path": self.path.split("?")[0], **json.loads(body)})
+            reply = b'{"status": "ok"}'
+            self.send_response(202)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EventsHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _set("datadog", "api_host", f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        yield posted
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_datadog_counters_reach_the_agent_and_events_the_web_api(statsd_agent, events_api):
     _set("datadog", "metric_namespace", "pipes")
     _set("datadog", "environment", "staging")
     _set("datadog", "default_tags", "application:luigi,team:data")
     scheduler = Scheduler(metrics_collector=MetricsCollectors.datadog, retry_count=1)
     luigi.build([Works(n=5), Fails()], worker_scheduler_factory=Factory(scheduler), local_scheduler=True)
     packets = _packets(
-        statsd_agent, lambda p: _has("pipes.task.execution")(p) and any("task_state:DISABLED" in e for e in p)
+        statsd_agent, lambda p: _has("pipes.task.execution")(p) and _has("pipes.task.disabled")(p)
     )
-    common = "application:luigi,team:data,environment:staging"
+    common = "environment:staging,application:luigi,team:data"
     assert f"pipes.task.started:1|c|#task_name:Works,n:5,{common}" in packets
     assert f"pipes.task.done:1|c|#task_name:Works,n:5,{common}" in packets
     assert f"pipes.task.disabled:1|c|#task_name:Fails,{common}" in packets
     (timing,) = [p for p in packets if p.startswith("pipes.task.execution_time:")]
     assert timing.endswith(f"|g|#task_name:Works,n:5,{common}")
-    events = [p for p in packets if p.startswith("_e{")]
-    assert any("t:error" in e and "task_state:DISABLED" in e and "Fails" in e for e in events)
+    wait_until(lambda: len(events_api) >= 4, timeout=10, what="four events at the web API")
+    disabled = next(e for e in events_api if "task_state:DISABLED" in e["tags"])
+    assert disabled["path"] == "/api/v1/events"
+    assert disabled["title"] == "Luigi: A task has been disabled!"
+    assert disabled["alert_type"] == "error"
+    assert disabled["text"].startswith("A task has been disabled in the pipeline named: Fails. The task has")
+    assert disabled["tags"] == ["task_name:Fails", "task_state:DISABLED", *common.split(",")]
 
 
 @pytest.mark.slow
-def test_datadog_through_luigid(tmp_path, statsd_agent):
+def test_datadog_through_luigid(tmp_path, statsd_agent, events_api):
     port = statsd_agent.getsockname()[1]
+    api_host = configuration.get_config().get("datadog", "api_host")
     config = textwrap.dedent(
         f"""
         [scheduler]
@@ -415,6 +456,7 @@ def test_datadog_through_luigid(tmp_path, statsd_agent):
         [datadog]
         statsd_host = 127.0.0.1
         statsd_port = {port}
+        api_host = {api_host}
         """
     )
     with running_luigid(tmp_path, config=config) as luigid:
@@ -423,6 +465,7 @@ def test_datadog_through_luigid(tmp_path, statsd_agent):
         packets = _packets(statsd_agent, lambda p: _has(step_done, 3)(p) and _has("luigi.task.failed")(p))
     assert len([p for p in packets if p.startswith(step_done)]) == 3
     assert any(p.startswith("luigi.task.failed:1|c|#task_name:Broken,") for p in packets)
+    wait_until(lambda: any("task_state:FAILED" in e["tags"] for e in events_api), what="the failure event")
 
 
 @pytest.mark.parametrize(

@@ -332,7 +332,13 @@ try:
     helper = helper_module.NAME
 except ImportError:
     helper = None
-report = {"prefix": sys.prefix, "venv": os.environ.get("VIRTUAL_ENV"), "path": sys.path, "helper": helper}
+report = {
+    "prefix": sys.prefix,
+    "venv": os.environ.get("VIRTUAL_ENV"),
+    "pythonpath": os.environ.get("PYTHONPATH"),
+    "path": sys.path,
+    "helper": helper,
+}
 json.dump(report, open(sys.argv[1], "w"))
 """
 
@@ -354,28 +360,48 @@ def test_a_python_program_runs_with_the_virtualenvs_interpreter(tmp_path, virtua
     assert report["venv"] == str(virtualenv)
 
 
-def test_extra_pythonpath_is_importable_and_adds_no_empty_path_entry(tmp_path, report_script, monkeypatch):
+def test_a_relative_virtualenv_stays_relative_as_in_luigi(tmp_path, virtualenv, report_script, monkeypatch):
+    monkeypatch.chdir(virtualenv.parent)
+    task = WhereAmI(path=str(tmp_path / "r.json"), script=report_script, virtualenv=virtualenv.name)
+    result, _ = build([task])
+    assert result.scheduling_succeeded
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["venv"] == virtualenv.name
+    assert Path(report["prefix"]) == virtualenv
+
+
+def test_extra_pythonpath_is_importable_and_prepended_as_in_luigi(tmp_path, report_script, monkeypatch):
     monkeypatch.delenv("PYTHONPATH", raising=False)
     library = tmp_path / "lib"
     library.mkdir()
     (library / "helper_module.py").write_text("NAME = 'from extra_pythonpath'\n")
-    monkeypatch.chdir(tmp_path)  # an empty PYTHONPATH entry would put this directory on sys.path
     task = WhereAmI(path=str(tmp_path / "r.json"), script=report_script, extra_pythonpath=str(library))
     result, _ = build([task])
     assert result.scheduling_succeeded
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["helper"] == "from extra_pythonpath"
-    assert str(library) in report["path"]
-    assert "" not in report["path"] and str(tmp_path) not in report["path"]
+    assert report["pythonpath"] == f"{library}:"  # Luigi's value when there was no PYTHONPATH
 
 
-def test_a_virtualenv_without_bin_fails_the_task_naming_it(tmp_path, report_script):
+def test_the_environment_is_changed_exactly_as_luigi_changes_it(monkeypatch):
+    monkeypatch.setattr(
+        os, "environ", {"PATH": "/base/path", "PYTHONPATH": "/old", "PYTHONHOME": "/h", "OTHERVAR": "x"}
+    )
+    task = ExternalPythonProgramTask(virtualenv="/path/to/venv", extra_pythonpath="/extra/pythonpath")
+    assert task.program_environment() == {
+        "PATH": "/path/to/venv/bin:/base/path",
+        "VIRTUAL_ENV": "/path/to/venv",
+        "PYTHONPATH": "/extra/pythonpath:/old",
+        "OTHERVAR": "x",
+    }
+
+
+def test_a_virtualenv_without_bin_is_named_in_a_warning(tmp_path, report_script, caplog):
     task = WhereAmI(path=str(tmp_path / "r.json"), script=report_script, virtualenv=str(tmp_path / "nope"))
-    result, scheduler = build([task])
-    assert not result.scheduling_succeeded
-    error = error_of(scheduler, task)
-    assert f"virtualenv '{tmp_path / 'nope'}' has no bin/ directory" in error
-    assert not (tmp_path / "r.json").exists()
+    with caplog.at_level(logging.WARNING, logger="luigi-interface"):
+        environment = task.program_environment()
+    assert environment["VIRTUAL_ENV"] == str(tmp_path / "nope")
+    assert f"virtualenv '{tmp_path / 'nope'}' has no bin/ directory" in caplog.text
 
 
 # -- credentials ------------------------------------------------------------------------------------

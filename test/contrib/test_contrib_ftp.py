@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime
+import gc
 import logging
 import os
 import ssl
@@ -372,3 +373,18 @@ def test_sftp_without_paramiko_names_the_extra(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setitem(sys.modules, "paramiko", None)  # as if the extra were not installed
     with pytest.raises(MissingExtraError, match=r"luigi\[sftp\]"):
         RemoteFileSystem("127.0.0.1", port=free_port(), sftp=True).exists("/x")
+
+
+def test_a_read_keeps_its_download_on_the_target_until_the_target_is_collected(server: Server) -> None:
+    server.local("kept.txt").write_text("kept\n")
+    target = RemoteTarget(server.remote("kept.txt"), **server.connection)
+
+    with target.open("r") as handle:
+        assert handle.read() == "kept\n"
+    downloaded = target._RemoteTarget__tmp_path  # where Luigi's own tests look for it
+    assert os.path.exists(downloaded) and "-luigi-tmp-" in downloaded
+
+    target = None
+    gc.collect()
+
+    assert not os.path.exists(downloaded)

@@ -299,3 +299,43 @@ def test_no_driver_installed_names_the_extra(monkeypatch) -> None:
 
     with pytest.raises(MissingExtraError, match=r"luigi\[mysql\]"):
         target.exists()
+
+
+def test_the_marker_table_has_luigis_columns(db: Database) -> None:
+    assert luigi.build([Scores(day="d")], local_scheduler=True) is True
+
+    columns = db.query(
+        "SELECT column_name, column_type, is_nullable, column_key FROM information_schema.columns "
+        "WHERE table_schema = %s AND table_name = 'table_updates' ORDER BY ordinal_position",
+        (db.name,),
+    )
+    assert [
+        (name, type_.split("(")[0] if name == "id" else type_, null, key)
+        for name, type_, null, key in columns
+    ] == [
+        ("id", "bigint", "NO", "MUL"),
+        ("update_id", "varchar(128)", "NO", "PRI"),
+        ("target_table", "varchar(128)", "YES", ""),
+        ("inserted", "timestamp", "YES", ""),
+    ]
+
+
+def test_an_existing_marker_table_is_kept(db: Database) -> None:
+    target = mysqldb.MySqlTarget(
+        f"{db.server.host}:{db.server.port}", db.name, db.server.user, db.server.password, "t", "u-1"
+    )
+    target.create_marker_table()
+    target.create_marker_table()  # Luigi's CREATE TABLE, its "already exists" ignored
+    target.touch()
+    assert db.markers() == [("u-1", "t")]
+
+
+def test_rows_go_to_the_server_as_given_and_a_port_in_host_is_an_int(db: Database, failures) -> None:
+    class Ragged(Scores):
+        def rows(self):
+            yield ("ok", 1)
+            yield ("too", 2, "many")  # not checked here, as in Luigi: the driver refuses it
+
+    assert mysqldb.MySqlTarget("db.example:3307", "d", "u", "p", "t", "u").port == 3307
+    assert luigi.build([Ragged(day="d")], local_scheduler=True) is False
+    assert db.markers() == []

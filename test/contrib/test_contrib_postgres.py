@@ -48,6 +48,7 @@ class Scores(ServerSettings, postgres.CopyToTable):
         yield ("tab\there, newline\nthere, back\\slash", 2)
         yield ("\\N", None)
         yield (None, 4)
+        yield ("\t\n\r\\N", 5)
 
 
 class FailingHalfway(Scores):
@@ -116,7 +117,8 @@ def test_copy_loads_rows_escaped_with_nulls_and_marks_the_update(pg: PgServer) -
         ("plain", 1),
         ("tab\there, newline\nthere, back\\slash", 2),
         (None, 4),
-        ("\\N", None),
+        ("\t\n\r\\N", 5),
+        (None, None),  # a value that is literally \N loads as NULL, as in Luigi
     ]
     assert pg.markers() == [(task.task_id, f"{pg.schema}.scores")]
     inserted = pg.query(f"SELECT inserted FROM {pg.schema}.table_updates")[0][0]
@@ -131,14 +133,14 @@ def test_rerunning_a_finished_copy_is_a_no_op(pg: PgServer) -> None:
 
     assert result.status == LuigiStatusCode.SUCCESS
     assert Scores.runs == ["d1"]
-    assert pg.query(f"SELECT count(*) FROM {pg.schema}.scores") == [(4,)]
+    assert pg.query(f"SELECT count(*) FROM {pg.schema}.scores") == [(5,)]
     assert len(pg.markers()) == 1
 
 
 def test_each_parameter_value_is_its_own_update(pg: PgServer) -> None:
     assert luigi.build([Scores(day="d1"), Scores(day="d2")], local_scheduler=True) is True
 
-    assert pg.query(f"SELECT count(*) FROM {pg.schema}.scores") == [(8,)]
+    assert pg.query(f"SELECT count(*) FROM {pg.schema}.scores") == [(10,)]
     assert len(pg.markers()) == 2
 
 
@@ -186,7 +188,9 @@ def test_a_table_with_other_columns_gives_one_error_naming_the_table(pg: PgServe
     assert pg.markers() == []
 
 
-def test_a_row_of_the_wrong_width_is_refused_before_touching_the_database(pg: PgServer, failures) -> None:
+def test_a_row_of_the_wrong_width_goes_to_the_server_which_refuses_it_and_nothing_is_written(
+    pg: PgServer, failures
+) -> None:
     class Ragged(Scores):
         def rows(self):
             yield ("ok", 1)
@@ -195,8 +199,20 @@ def test_a_row_of_the_wrong_width_is_refused_before_touching_the_database(pg: Pg
     assert luigi.build([Ragged(day="d")], local_scheduler=True) is False
 
     (error,) = _exceptions(failures)
-    assert "row 2 has 3 values" in str(error) and f"{pg.schema}.scores" in str(error)
+    assert "extra data after last expected column" in str(error) and f"{pg.schema}.scores" in str(error)
     assert not pg.table_exists("scores")
+    assert pg.markers() == []
+
+
+def test_rows_may_be_any_iterable_as_in_luigi(pg: PgServer) -> None:
+    class OneColumn(Scores):
+        columns = [("name", "TEXT")]
+
+        def rows(self):
+            return ["x", iter(["yz"])]  # a string row is its characters, as in Luigi: "x" is one value
+
+    assert luigi.build([OneColumn(day="d")], local_scheduler=True) is True
+    assert pg.query(f"SELECT name FROM {pg.schema}.scores ORDER BY name") == [("x",), ("yz",)]
 
 
 def test_a_custom_column_separator_is_escaped_inside_values(pg: PgServer) -> None:
@@ -268,7 +284,7 @@ def test_query_runs_once_with_its_marker(pg: PgServer) -> None:
     assert luigi.build([CountScores(day="d")], local_scheduler=True) is True
     assert luigi.build([CountScores(day="d")], local_scheduler=True) is True
 
-    assert pg.query(f"SELECT n FROM {pg.schema}.score_count") == [(4,)]
+    assert pg.query(f"SELECT n FROM {pg.schema}.score_count") == [(5,)]
     assert [m[1] for m in pg.markers()] == [f"{pg.schema}.score_count", f"{pg.schema}.scores"]
 
 
@@ -304,7 +320,7 @@ def test_host_with_port_suffix_and_repr_without_password(pg: PgServer) -> None:
     target = postgres.PostgresTarget(f"{pg.host}:{pg.port}", pg.database, pg.user, pg.password, "t", "u-1")
     secret = postgres.PostgresTarget(pg.host, pg.database, pg.user, "hunter2-secret", "t", "u-1")
 
-    assert (target.host, target.port) == (pg.host, pg.port)
+    assert (target.host, target.port) == (pg.host, str(pg.port))  # kept as the string it was, as in Luigi
     assert target.exists() is False
     assert "hunter2-secret" not in repr(secret) + str(secret)
     assert f"database='{pg.database}'" in repr(secret)
@@ -316,7 +332,7 @@ def test_psycopg2_is_the_driver_when_installed_as_in_luigi(pg: PgServer) -> None
 
     assert luigi.build([Scores(day="d2")], local_scheduler=True) is True
 
-    assert pg.query(f"SELECT count(*) FROM {pg.schema}.scores") == [(4,)]
+    assert pg.query(f"SELECT count(*) FROM {pg.schema}.scores") == [(5,)]
 
 
 def test_a_patched_psycopg2_connect_is_the_connection_the_target_uses() -> None:
@@ -358,8 +374,8 @@ def test_psycopg3_is_the_fallback_when_psycopg2_is_absent(pg: PgServer, monkeypa
     assert luigi.build([CountScores(day="d2")], local_scheduler=True) is True
     assert luigi.build([BadValue(day="d")], local_scheduler=True) is False
 
-    assert pg.query(f"SELECT count(*) FROM {pg.schema}.scores") == [(4,)]
-    assert pg.query(f"SELECT n FROM {pg.schema}.score_count") == [(4,)]
+    assert pg.query(f"SELECT count(*) FROM {pg.schema}.scores") == [(5,)]
+    assert pg.query(f"SELECT n FROM {pg.schema}.score_count") == [(5,)]
     assert len(pg.markers()) == 2
     assert isinstance(_exceptions(failures)[0], TableCopyError)
 
@@ -378,3 +394,56 @@ def test_multi_replacer_replaces_in_one_pass() -> None:
 
     assert replace("ab\\") == "ba\\\\"
     assert postgres.default_escape("x\ty\n") == "x\\ty\\n"
+
+
+def test_the_marker_table_has_luigis_columns(pg: PgServer) -> None:
+    assert luigi.build([Scores(day="d")], local_scheduler=True) is True
+
+    columns = pg.query(
+        "SELECT column_name, data_type, column_default FROM information_schema.columns "
+        "WHERE table_schema = %s AND table_name = 'table_updates' ORDER BY ordinal_position",
+        (pg.schema,),
+    )
+    assert columns == [
+        ("update_id", "text", None),
+        ("target_table", "text", None),
+        ("inserted", "timestamp without time zone", "now()"),
+    ]
+    primary_key = pg.query(
+        "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+        "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary",
+        (f"{pg.schema}.table_updates",),
+    )
+    assert primary_key == [("update_id",)]
+
+
+class DummyCopy(postgres.CopyToTable):
+    """The shape of task Luigi's own tests run with psycopg2.connect patched."""
+
+    host, database, user, password = "dummy_host:1234", "dummy_database", "dummy_user", "dummy_password"
+    table = "dummy_table"
+    columns = (("some_text", "text"), ("some_int", "int"))
+
+    def rows(self):
+        return ["row1", "row2"]  # strings: each is its characters, as in Luigi
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_metadata_hooks_run_only_when_enabled_with_psycopg2_connect_patched(enabled: bool) -> None:
+    pytest.importorskip("psycopg2")
+    task = DummyCopy()
+    with (
+        mock.patch("psycopg2.connect") as connect,
+        mock.patch.object(DummyCopy, "enable_metadata_columns", new=enabled),
+        mock.patch.object(DummyCopy, "_add_metadata_columns") as add_columns,
+        mock.patch.object(DummyCopy, "post_copy_metacolumns") as fill_columns,
+    ):
+        task.run()
+
+    assert (add_columns.called, fill_columns.called) == (enabled, enabled)
+    assert task.output().port == "1234"
+    assert connect.call_args.kwargs["port"] == "1234"
+    copy_sql = connect.return_value.cursor.return_value.copy_expert.call_args.args[0]
+    assert copy_sql == (
+        "COPY dummy_table (some_text, some_int) FROM STDIN WITH (FORMAT text, NULL '\\\\N', DELIMITER '\t')"
+    )

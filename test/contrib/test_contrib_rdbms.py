@@ -47,7 +47,7 @@ class SqliteCopy(rdbms.CopyToTable):
     calls: list[str] = []
 
     def output(self) -> SqliteMarker:
-        return SqliteMarker(self.path, self.update_id())
+        return SqliteMarker(self.path, self.update_id)
 
     def rows(self):
         yield ("a", 1)
@@ -136,7 +136,7 @@ def test_the_connection_settings_are_abstract() -> None:
 def test_update_id_is_the_task_id(tmp_path: Path) -> None:
     task = SqliteCopy(path=str(tmp_path / "x.db"))
 
-    assert task.update_id() == task.task_id
+    assert task.update_id == task.task_id
 
 
 def test_column_names_accept_names_and_tuples_and_reject_the_rest() -> None:

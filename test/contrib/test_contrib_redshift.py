@@ -49,12 +49,20 @@ def failures(events) -> list:
     yield seen
 
 
+class ClusterSettings(ServerSettings):
+    """The test server's settings, its port in ``host``: Luigi's Redshift classes take no ``port``."""
+
+    @property
+    def host(self) -> str:
+        return f"{super().host}:{self.port}"
+
+
 def _schema() -> str:
     marker_table = luigi.configuration.get_config().get("redshift", "marker_table", "public.table_updates")
     return marker_table.split(".")[0]
 
 
-class Events(ServerSettings, redshift.S3CopyToTable):
+class Events(ClusterSettings, redshift.S3CopyToTable):
     """The real S3CopyToTable, into a table of a schema it creates."""
 
     day = luigi.Parameter()
@@ -96,12 +104,12 @@ class LocalEvents(Events):
         return self.table if self.prune_old else None
 
     @property
-    def prune_column(self) -> str:
-        return "day"
+    def prune_column(self) -> str | None:
+        return "day" if self.prune_old else None
 
     @property
-    def prune_date(self) -> str:
-        return "'2024-01-02'"  # quoted, as Luigi users had to
+    def prune_date(self) -> str | None:
+        return "'2024-01-02'" if self.prune_old else None  # written into the SQL as given: quoted
 
 
 class LocalEventsWithMetadata(LocalEvents):
@@ -165,12 +173,12 @@ def test_truncate_replaces_the_rows(rs: PgServer) -> None:
     assert _events(rs) == [("LATER", "2024-01-03"), ("NEW", "2024-01-03")]
 
 
-def test_prune_deletes_rows_before_the_prune_date(rs: PgServer) -> None:
-    _create_events_table(rs, ("old", "2024-01-01"), ("kept", "2024-01-02"))
+def test_prune_deletes_rows_from_the_prune_date_on_before_loading(rs: PgServer) -> None:
+    _create_events_table(rs, ("kept", "2024-01-01"), ("reloaded", "2024-01-02"))
 
     assert luigi.build([PruneEvents(day="2024-01-03")], local_scheduler=True) is True
 
-    assert _events(rs) == [("kept", "2024-01-02"), ("LATER", "2024-01-03"), ("NEW", "2024-01-03")]
+    assert _events(rs) == [("kept", "2024-01-01"), ("LATER", "2024-01-03"), ("NEW", "2024-01-03")]
 
 
 def test_a_failed_copy_rolls_back_truncate_and_leaks_no_credentials(
@@ -206,13 +214,15 @@ def test_copy_statement_carries_the_credentials_redshift_needs() -> None:
     task = Events(day="2024-01-03")
     config = luigi.configuration.get_config()
     config.set("redshift", "aws_access_key_id", ACCESS_KEY)
-    config.set("redshift", "aws_secret_access_key", "it's-secret")
+    config.set("redshift", "aws_secret_access_key", "secret")
 
-    statement = task.copy_statement("s3://bucket/key's")
+    statement = task.copy_statement("s3://bucket/key")
 
+    indent = "\n" + " " * 9
     assert statement == (
-        f"COPY {task.table} (name, day) FROM 's3://bucket/key''s' "
-        f"CREDENTIALS 'aws_access_key_id={ACCESS_KEY};aws_secret_access_key=it''s-secret'"
+        f"{indent}COPY {task.table} (name,day) from 's3://bucket/key'"
+        f"{indent}CREDENTIALS 'aws_access_key_id={ACCESS_KEY};aws_secret_access_key=secret'"
+        f"{indent}{indent};"
     )
 
 
@@ -226,12 +236,14 @@ def test_an_iam_role_is_preferred_and_read_from_the_environment(monkeypatch) -> 
 
     statement = Options(day="d").copy_statement("s3://b/k")
 
-    assert statement.endswith("CREDENTIALS 'aws_iam_role=arn:aws:iam::123456789012:role/loader' CSV GZIP")
+    assert statement.endswith(
+        "CREDENTIALS 'aws_iam_role=arn:aws:iam::123456789012:role/loader'\n         CSV GZIP\n         ;"
+    )
     assert SECRET_KEY not in statement
 
 
 def test_json_copy_statement() -> None:
-    class JsonEvents(ServerSettings, redshift.S3CopyJSONToTable):
+    class JsonEvents(ClusterSettings, redshift.S3CopyJSONToTable):
         table = "events"
         jsonpath = "auto"
         copy_json_options = "GZIP"
@@ -243,9 +255,11 @@ def test_json_copy_statement() -> None:
 
     statement = JsonEvents().copy_statement("s3://b/events.json")
 
+    indent = "\n" + " " * 9
     assert statement == (
-        "COPY events FROM 's3://b/events.json' CREDENTIALS "
-        f"'aws_access_key_id={ACCESS_KEY};aws_secret_access_key={SECRET_KEY}' JSON AS 'auto' GZIP"
+        f"{indent}COPY events from 's3://b/events.json'"
+        f"{indent}CREDENTIALS 'aws_access_key_id={ACCESS_KEY};aws_secret_access_key={SECRET_KEY}'"
+        f"{indent}JSON AS 'auto' GZIP{indent}{indent};"
     )
 
 
@@ -259,7 +273,7 @@ def test_missing_credentials_name_the_settings_to_give(monkeypatch) -> None:
     assert ACCESS_KEY not in str(raised.value)
 
 
-class Unload(ServerSettings, redshift.RedshiftUnloadTask):
+class Unload(ClusterSettings, redshift.RedshiftUnloadTask):
     day = luigi.Parameter()
     s3_unload_path = "s3://exports/events/"
 
@@ -269,17 +283,16 @@ class Unload(ServerSettings, redshift.RedshiftUnloadTask):
 
     @property
     def query(self) -> str:
-        return "SELECT * FROM events WHERE name = 'it''s' AND path LIKE 'a\\b'"
+        return "SELECT 'a' as col_a, current_date as col_b"
 
 
-def test_unload_statement_quotes_the_query_for_redshift(rs: PgServer) -> None:
+def test_unload_statement_quotes_the_query_as_luigi_does(rs: PgServer) -> None:
     statement = Unload(day="d").unload_statement()
 
     assert statement == (
-        "UNLOAD ('SELECT * FROM events WHERE name = \\'it\\'\\'s\\' AND path LIKE \\'a\\\\b\\'') "
-        "TO 's3://exports/events/' "
-        f"CREDENTIALS 'aws_access_key_id={ACCESS_KEY};aws_secret_access_key={SECRET_KEY}' "
-        "DELIMITER '|' ADDQUOTES GZIP ALLOWOVERWRITE PARALLEL ON"
+        "UNLOAD ( 'SELECT \\'a\\' as col_a, current_date as col_b' ) TO 's3://exports/events/' "
+        f"credentials 'aws_access_key_id={ACCESS_KEY};aws_secret_access_key={SECRET_KEY}' "
+        "DELIMITER '|' ADDQUOTES GZIP ALLOWOVERWRITE PARALLEL ON;"
     )
 
 
@@ -296,7 +309,7 @@ def test_a_failed_unload_writes_no_marker_and_leaks_no_credentials(
     assert rs.markers() == []
 
 
-class Vacuum(ServerSettings, redshift.RedshiftQuery):
+class Vacuum(ClusterSettings, redshift.RedshiftQuery):
     day = luigi.Parameter()
     autocommit = True
 
@@ -335,7 +348,7 @@ def test_a_patched_psycopg2_connect_is_the_connection_a_redshift_query_uses() ->
     assert mock.call("ANALYZE events") in connection.cursor.return_value.execute.call_args_list
 
 
-class KillSessions(ServerSettings, redshift.KillOpenRedshiftSessions):
+class KillSessions(ClusterSettings, redshift.KillOpenRedshiftSessions):
     pass
 
 
@@ -358,7 +371,7 @@ def test_kill_open_sessions_terminates_the_other_sessions(rs: PgServer, monkeypa
             victim.execute("SELECT 1")
     finally:
         victim.close()
-    assert [marker[1] for marker in rs.markers()] == ["stv_sessions"]
+    assert [marker[1] for marker in rs.markers()] == ["KillSessions"]  # the class name, as in Luigi
 
 
 def test_wrong_password_names_the_cluster_not_the_password(rs: PgServer) -> None:
@@ -412,3 +425,163 @@ def test_manifest_of_a_missing_bucket_fails_naming_it(s3_server: S3Server, failu
         assert f"bucket '{missing}' does not exist" in shown
     assert s3_server.secret_key not in shown
     assert "Contents" not in s3_server.boto3_client().list_objects_v2(Bucket=bucket)
+
+
+# -- the statements and their order, as users' tests see them with RedshiftTarget patched ---------------
+
+
+class DummyCopy(redshift.S3CopyToTable):
+    """The shape of task Luigi's own tests use."""
+
+    host, database, user, password = "dummy_host", "dummy_database", "dummy_user", "dummy_password"
+    table = "dummy_table"
+    columns = [("some_text", "varchar(255)"), ("some_int", "int")]
+    copy_options = ""
+    aws_access_key_id = "key"
+    aws_secret_access_key = "secret"
+
+    def s3_load_path(self) -> str:
+        return "s3://bucket/key"
+
+
+class DummyCopyIntoSchema(DummyCopy):
+    table = "schema.table_with_schema"
+
+
+@pytest.fixture
+def patched_target() -> Iterator[mock.MagicMock]:
+    with mock.patch("luigi.contrib.redshift.RedshiftTarget") as target:
+        cursor = target.return_value.connect.return_value.cursor.return_value
+        cursor.fetchone.return_value = None  # nothing exists yet: every check says so
+        yield target
+
+
+def _executed(target: mock.MagicMock) -> list[mock._Call]:
+    return target.return_value.connect.return_value.cursor.return_value.execute.call_args_list
+
+
+def test_a_copy_creates_the_table_then_copies_then_marks_with_luigis_statements(patched_target) -> None:
+    task = DummyCopy()
+    task.run()
+
+    patched_target.assert_called_once_with(
+        host="dummy_host", database="dummy_database", user="dummy_user", password="dummy_password",
+        table="dummy_table", update_id=task.task_id,
+    )  # fmt: skip
+    executed = _executed(patched_target)
+    assert executed[0] == mock.call(
+        "select 1 as table_exists from pg_table_def where tablename = lower(%s) limit 1", ("dummy_table",)
+    )
+    assert executed[1] == mock.call("CREATE  TABLE dummy_table (some_text varchar(255),some_int int ) ")
+    assert executed[2] == mock.call(
+        "\n         COPY dummy_table (some_text,some_int) from 's3://bucket/key'"
+        "\n         CREDENTIALS 'aws_access_key_id=key;aws_secret_access_key=secret'\n         \n         ;"
+    )
+    assert len(executed) == 3
+    connection = patched_target.return_value.connect.return_value
+    patched_target.return_value.touch.assert_called_once_with(connection)
+    connection.commit.assert_called_once_with()
+
+
+def test_a_schema_table_checks_and_creates_its_schema_first(patched_target) -> None:
+    DummyCopyIntoSchema().run()
+
+    executed = _executed(patched_target)
+    assert executed[0] == mock.call(
+        "select 1 as schema_exists from pg_namespace where nspname = lower(%s) limit 1", ["schema"]
+    )
+    assert executed[1] == mock.call("CREATE SCHEMA IF NOT EXISTS schema;")
+    assert executed[2] == mock.call(
+        "select 1 as table_exists from information_schema.tables where table_schema = lower(%s) "
+        "and table_name = lower(%s) limit 1",
+        ("schema", "table_with_schema"),
+    )
+
+
+def test_truncate_and_prune_run_luigis_statements_before_the_copy(patched_target) -> None:
+    class Reload(DummyCopy):
+        do_truncate_table = True
+        prune_table, prune_column, prune_date = "dummy_table", "day", "'2024-01-02'"
+        table_constraints = "PRIMARY KEY (some_text)"
+        queries = ["ANALYZE dummy_table"]
+
+    Reload().run()
+
+    statements = [call.args[0] for call in _executed(patched_target)]
+    assert statements[1] == (
+        "CREATE  TABLE dummy_table (some_text varchar(255),some_int int , PRIMARY KEY (some_text)) "
+    )
+    assert statements[2:4] == ["truncate dummy_table", "delete from dummy_table where day >= '2024-01-02'"]
+    assert statements[4].lstrip().startswith("COPY dummy_table")
+    assert statements[5] == "ANALYZE dummy_table"
+
+
+def test_some_but_not_all_prune_settings_is_an_error() -> None:
+    class HalfPrune(DummyCopy):
+        prune_table = "dummy_table"
+
+    with pytest.raises(Exception, match="override zero or all prune variables"):
+        HalfPrune().do_prune()
+
+
+def test_encoded_columns_create_the_table_as_luigi_words_it(patched_target) -> None:
+    class Encoded(DummyCopy):
+        columns = [("some_text", "varchar(255)", "LZO"), ("some_int", "int", "DELTA")]
+
+    Encoded().run()
+
+    assert (
+        _executed(patched_target)[1]
+        .args[0]
+        .startswith(
+            "CREATE  TABLE dummy_table (some_text varchar(255) ENCODE LZO,some_int int ENCODE DELTA )"
+        )
+    )
+
+
+def test_metadata_columns_are_checked_added_and_filled_in_luigis_order(patched_target) -> None:
+    class WithMetadata(DummyCopy):
+        enable_metadata_columns = True
+        metadata_columns = [("created_tz", "TIMESTAMP"), ("source", "TEXT", "bytedict")]
+        metadata_queries = ["SELECT 1 FROM X", "SELECT 2 FROM Y"]
+
+    WithMetadata().run()
+
+    statements = [call.args[0] for call in _executed(patched_target)]
+    assert statements[2] == (
+        "SELECT 1 AS column_exists FROM information_schema.columns WHERE table_name = LOWER('dummy_table') "
+        "AND column_name = LOWER('created_tz') LIMIT 1;"
+    )
+    assert statements[3] == "ALTER TABLE dummy_table ADD COLUMN created_tz TIMESTAMP;"
+    assert statements[5] == "ALTER TABLE dummy_table ADD COLUMN source TEXT ENCODE bytedict;"
+    assert statements[-2:] == ["SELECT 1 FROM X", "SELECT 2 FROM Y"]
+
+
+def test_a_schema_table_asks_for_its_metadata_column_in_its_schema(patched_target) -> None:
+    class WithMetadata(DummyCopyIntoSchema):
+        enable_metadata_columns = True
+        metadata_columns = [("created_tz", "TIMESTAMP")]
+
+    WithMetadata().run()
+
+    assert mock.call(
+        "SELECT 1 AS column_exists FROM information_schema.columns WHERE table_schema = LOWER('schema') "
+        "AND table_name = LOWER('table_with_schema') AND column_name = LOWER('created_tz') LIMIT 1;"
+    ) in _executed(patched_target)
+
+
+@pytest.mark.parametrize("columns", [["created_tz"], [("created_tz", "TIMESTAMP", "bytedict", "extra")]])
+def test_a_metadata_column_that_is_not_a_pair_or_triple_is_a_value_error(patched_target, columns) -> None:
+    class BadMetadata(DummyCopy):
+        enable_metadata_columns = True
+        metadata_columns = columns
+
+    with pytest.raises(ValueError, match="must be \\(name, type\\) or \\(name, type, encoding\\)"):
+        BadMetadata().run()
+
+
+def test_luigis_misspelled_metadata_hook_and_kill_query_wording_are_kept() -> None:
+    assert callable(redshift.S3CopyToTable.post_copy_metacolums)  # Luigi's spelling, kept
+    assert redshift.KillOpenRedshiftSessions.kill_query.startswith(
+        "select pg_terminate_backend(process) from STV_SESSIONS where db_name=%s"
+    )

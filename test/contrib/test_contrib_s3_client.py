@@ -148,6 +148,23 @@ def test_copy_a_file_and_a_directory(s3, filled):
     assert client.exists(f"s3://{filled}/tree/a.txt")  # the source stays
 
 
+def test_copying_an_empty_directory_copies_nothing(s3, bucket):
+    client = S3Client()
+    client.mkdir(f"s3://{bucket}/copydir/")
+
+    assert client.copy(f"s3://{bucket}/copydir/", f"s3://{bucket}/copydir_new/") == (0, 0)
+    assert keys(s3, bucket) == ["copydir/"]
+
+
+def test_copying_a_directory_copies_its_files_but_not_its_marker(s3, bucket):
+    client = S3Client()
+    client.mkdir(f"s3://{bucket}/copydir/")
+    client.put_string("x", f"s3://{bucket}/copydir/file")
+
+    assert client.copy(f"s3://{bucket}/copydir", f"s3://{bucket}/copydir_new") == (1, 1)
+    assert keys(s3, bucket) == ["copydir/", "copydir/file", "copydir_new/file"]
+
+
 def test_copy_of_a_missing_source_says_so(s3, bucket):
     with pytest.raises(FileNotFoundException, match=rf"s3://{bucket}/nope.txt"):
         S3Client().copy(f"s3://{bucket}/nope.txt", f"s3://{bucket}/dest.txt")

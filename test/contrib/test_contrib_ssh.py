@@ -358,3 +358,54 @@ def test_temporary_path_lets_a_remote_command_write_the_output_atomically(
     assert leftovers(remote_dir) == []
     with pytest.raises(FileAlreadyExists), target.temporary_path() as tmp:
         target.fs.remote_context.check_output(["touch", shlex.quote(tmp)])
+
+
+# -- the atomic write's temporary path, where users' tests (written for Luigi) look for it ----------------
+
+
+@pytest.mark.parametrize("fmt", [None, luigi.format.Gzip, luigi.format.Nop], ids=["text", "gzip", "nop"])
+def test_the_remote_temporary_path_is_reachable_through_what_open_returns(
+    sshd: SshServer, remote_dir: Path, fmt: Any
+) -> None:
+    target = RemoteTarget(str(remote_dir / "sub" / "file"), "127.0.0.1", format=fmt, **login(sshd))
+    handle = target.open("w")
+    tmp_path = getattr(handle, "tmp_path", "")
+    assert tmp_path.startswith(f"{target.path}-luigi-tmp-")
+    assert handle.path == target.path and handle.fs is target.fs
+    handle.write(b"data" if fmt else "data")
+    assert not target.exists()
+
+    handle.close()
+
+    assert target.exists() and not target.fs.exists(tmp_path)
+    assert leftovers(remote_dir) == []
+
+
+def test_an_aborted_write_leaves_neither_the_target_nor_the_temporary_path(
+    sshd: SshServer, remote_dir: Path
+) -> None:
+    target = RemoteTarget(str(remote_dir / "file"), "127.0.0.1", **login(sshd))
+    with pytest.raises(RuntimeError), target.open("w") as handle:
+        tmp_path = handle.tmp_path
+        handle.write("some")
+        raise RuntimeError("failed half way")
+
+    assert not target.exists() and not target.fs.exists(tmp_path)
+
+
+def test_opening_for_writing_creates_the_folder_as_luigi_does(sshd: SshServer, remote_dir: Path) -> None:
+    target = RemoteTarget(str(remote_dir / "new" / "deeper" / "file"), "127.0.0.1", **login(sshd))
+    handle = target.open("w")
+    assert (remote_dir / "new" / "deeper").is_dir() and not target.exists()
+    handle.abort()
+    (remote_dir / "plain").write_text("a file")
+    with pytest.raises(NotADirectory):
+        RemoteTarget(str(remote_dir / "plain" / "file"), "127.0.0.1", **login(sshd)).open("w")
+
+
+def test_the_writer_keeps_luigis_private_attribute_names(sshd: SshServer, remote_dir: Path) -> None:
+    target = RemoteTarget(str(remote_dir / "file"), "127.0.0.1", **login(sshd))
+    writer = target.open("w").buffer  # under the text format, the writer is the buffer
+    assert writer._AtomicRemoteFileWriter__tmp_path == writer.tmp_path
+    assert writer._fs is target.fs
+    writer.abort()

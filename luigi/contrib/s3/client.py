@@ -432,7 +432,11 @@ class S3Client(FileSystem):
         src_bucket, src_key = split_path(source_path)
         src_prefix = add_path_delimiter(src_key)
         destination = add_path_delimiter(destination_path)
-        items = [item for item in self._objects(src_bucket, src_prefix) if _in_window(item, window)]
+        items = [
+            item
+            for item in self._objects(src_bucket, src_prefix)
+            if item["Key"][len(src_prefix) :] not in ("", "/") and _in_window(item, window)
+        ]  # the directory's own marker (``dir/``) is not one of its files: Luigi neither copies nor counts it
         if not items:
             return 0, 0
         with ThreadPoolExecutor(max_workers=max(1, min(threads, len(items)))) as pool:
