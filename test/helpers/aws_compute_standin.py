@@ -11,15 +11,15 @@ containers exit 143). It runs on a thread on a free loopback port and checks no 
 
 from __future__ import annotations
 
-import json
 import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+
+from helpers.json_http import JsonHandler, serving
 
 __all__ = ["LOST", "AwsComputeStandIn", "aws_compute_standin"]
 
@@ -170,30 +170,19 @@ def _handle_ecs(state: AwsComputeStandIn, action: str, body: dict[str, Any]) -> 
     raise LookupError(f"the stand-in does not implement ECS {action}")
 
 
-def _handler(state: AwsComputeStandIn) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+def _handler(state: AwsComputeStandIn) -> type[JsonHandler]:
+    class Handler(JsonHandler):
         def do_POST(self) -> None:  # noqa: N802  # http.server's name
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            body = self.read_json()
             target = self.headers.get("X-Amz-Target", "")
             try:
                 if target.startswith(_ECS_TARGET):
                     answer = _handle_ecs(state, target[len(_ECS_TARGET) :], body)
                 else:
                     answer = _handle_batch(state, self.path.rsplit("/", 1)[-1], body)
-                self._reply(200, answer)
+                self.reply(200, answer)
             except LookupError as exc:
-                self._reply(400, {"__type": "UnknownOperationException", "message": str(exc)})
-
-        def _reply(self, status: int, answer: dict[str, Any]) -> None:
-            data = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  # keep test output quiet
-            pass
+                self.reply(400, {"__type": "UnknownOperationException", "message": str(exc)})
 
     return Handler
 
@@ -202,13 +191,6 @@ def _handler(state: AwsComputeStandIn) -> type[BaseHTTPRequestHandler]:
 def aws_compute_standin() -> Iterator[AwsComputeStandIn]:
     """A fresh stand-in on a free 127.0.0.1 port, stopped after the test."""
     state = AwsComputeStandIn()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    state.endpoint_url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, name="aws-compute-standin", daemon=True)
-    thread.start()
-    try:
+    with serving(_handler(state), "aws-compute-standin") as url:
+        state.endpoint_url = url
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
