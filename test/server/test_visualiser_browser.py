@@ -552,6 +552,14 @@ def test_a_failed_tasks_retry_leaves_out_a_retry_count_that_means_unlimited(
     assert retry.inner_text().split(" at ")[0] == shown
 
 
+def test_a_graph_of_one_task_counts_it_in_the_singular(page, retrying_site):
+    task_id = retrying_site.task_id("Retried()")
+    open_view(page, retrying_site.base_url, f"#tab=graph&taskId={quote(task_id)}&hideDone=0&invert=0")
+    page.wait_for_selector(".graph-view[data-state=ready]")
+    stats = page.locator(".graph-view .summary").inner_text()
+    assert stats.startswith("1 task · 0 dependencies · laid out in "), stats
+
+
 def test_the_page_says_when_the_scheduler_stops_answering(chromium, tmp_path):
     with running_luigid(tmp_path) as luigid, watched_page(chromium) as page:
         open_view(page, luigid.url)

@@ -46,7 +46,7 @@ class SchedulesView {
       throw error;
     }
     const running = schedules.filter((s) => s.running !== null && s.running !== undefined).length;
-    this.summary.textContent = `${format.count(schedules.length)} schedule${schedules.length === 1 ? '' : 's'} · ${format.count(running)} running`;
+    this.summary.textContent = `${format.counted(schedules.length, 'schedule')} · ${format.count(running)} running`;
     if (!schedules.length) {
       replace(this.body, el('div', { class: 'empty' },
         'luigid runs no schedule. Declare them as [schedule:<name>] sections in its configuration (see doc/schedules.md).'));
