@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import prometheus_client
 import pytest
@@ -329,8 +330,22 @@ def test_luigid_metrics_page_counts_the_runs_tasks_by_family(tmp_path):
     assert samples[("luigid_task_history_events_waiting", ())] == 0
 
 
-def test_the_metrics_page_is_empty_with_the_default_collector():
-    with serving_in_thread(Scheduler()) as server:
+def test_without_a_collector_the_metrics_page_is_not_found_and_names_the_setting(tmp_path):
+    with running_luigid(tmp_path) as luigid:
+        reply = luigid.probe().request("GET", "/metrics")
+    assert reply.status == 404
+    assert reply.headers["Content-Type"] == "text/plain; charset=utf-8"
+    lines = reply.body.decode().splitlines()
+    assert len(lines) == 1
+    assert "[scheduler] metrics_collector = prometheus" in lines[0]
+    assert "datadog" in lines[0] and "custom" in lines[0]
+
+
+def test_a_users_collector_without_a_page_still_answers_an_empty_page():
+    scheduler = Scheduler()
+    scheduler._state._metrics_collector = mock.MagicMock()  # a collector written for Luigi
+    scheduler._state._metrics_collector.generate_latest.return_value = None
+    with serving_in_thread(scheduler) as server:
         reply = probe_for(server).request("GET", "/metrics")
     assert (reply.status, reply.body) == (200, b"")
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from helpers.browser import TIMEOUT_MS, browser, checked_page, open_view, watched_page
@@ -83,6 +85,11 @@ def utc(moment: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(moment))
 
 
+def zoned(moment: float, zone: str) -> str:
+    """``moment`` as the page writes a schedule's time: in the schedule's zone, named by its short name."""
+    return datetime.fromtimestamp(moment, ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
 def card(page: Any, name: str) -> Any:
     return page.locator(f'.schedule-card[data-schedule="{name}"]')
 
@@ -107,7 +114,10 @@ def test_the_tab_shows_each_schedule_with_its_next_run_and_its_last_runs(page, l
     assert page.locator(".schedule-card h2").all_inner_texts() == list(listed)
     nightly = card(page, "nightly")
     assert nightly.locator(".schedule-cadence").inner_text() == "cron 0 6 * * *"
-    assert utc(listed["nightly"]["next_due"]) in nightly.locator(".schedule-next").inner_text()
+    assert (
+        zoned(listed["nightly"]["next_due"], "Europe/Berlin")
+        in nightly.locator(".schedule-next").inner_text()
+    )
     assert nightly.locator(".schedule-state").inner_text() == "Active"
     failing_run = listed["failing"]["runs"][0]
     row = card(page, "failing").locator(f'.run-row[data-run="{failing_run["id"]}"]')
@@ -122,6 +132,34 @@ def test_the_tab_shows_each_schedule_with_its_next_run_and_its_last_runs(page, l
     skipped.wait_for()
     assert "was still going" in skipped.inner_text()
     assert card(page, "hold").locator(".schedule-state").inner_text() == "Running"
+
+
+def test_schedule_times_are_written_in_the_schedules_time_zone_and_name_it(chromium, luigid):
+    listed = schedules(luigid.probe())
+    tick_run = ended(listed["tick"]["runs"])[0]
+    # A reader in New York: the times are still the schedules' own, and say so.
+    with checked_page(chromium, timezone_id="America/New_York") as page:
+        open_schedules(page, luigid)
+        next_nightly = card(page, "nightly").locator(".schedule-next").inner_text()
+        tick_row = card(page, "tick").locator(f'.run-row[data-run="{tick_run["id"]}"]').inner_text()
+        failing_run = listed["failing"]["runs"][0]
+        failing_row = card(page, "failing").locator(f'.run-row[data-run="{failing_run["id"]}"]')
+        started = failing_row.locator("td").nth(3).inner_text()
+    assert next_nightly.startswith(zoned(listed["nightly"]["next_due"], "Europe/Berlin"))
+    assert next_nightly.split(" (in ")[0].endswith((" CET", " CEST"))
+    assert f"{zoned(tick_run['scheduled_time'], 'UTC')}" in tick_row
+    assert started == zoned(failing_run["started"], "UTC")
+
+
+def test_a_run_whose_command_exited_non_zero_says_failed_and_one_that_exited_zero_says_done(page, luigid):
+    listed = schedules(luigid.probe())
+    failing_run = listed["failing"]["runs"][0]
+    tick_run = ended(listed["tick"]["runs"])[0]
+    open_schedules(page, luigid)
+    failing = card(page, "failing").locator(f'.run-row[data-run="{failing_run["id"]}"] .run-outcome')
+    assert (failing.inner_text(), failing.get_attribute("class")) == ("failed", "badge st-FAILED run-outcome")
+    tick_selector = f'.schedule-card[data-schedule="tick"] .run-row[data-run="{tick_run["id"]}"] .run-outcome'
+    page.wait_for_selector(f'{tick_selector}:text-is("done")')  # it may show running until the next refresh
 
 
 def test_a_runs_log_expands_below_it_with_the_runs_output(page, luigid):

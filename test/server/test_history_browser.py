@@ -51,8 +51,10 @@ def nightly(tmp_path: Path) -> Iterator[tuple[str, DbTaskHistory]]:
         history.close()
 
 
-def report_run(probe: HttpProbe, task_id: str, params: dict[str, str], failed: bool) -> None:
-    probe.call("add_task", {"worker": "w", "task_id": task_id, "family": "Nightly", "params": params})
+def report_run(
+    probe: HttpProbe, task_id: str, params: dict[str, str], failed: bool, family: str = "Nightly"
+) -> None:
+    probe.call("add_task", {"worker": "w", "task_id": task_id, "family": family, "params": params})
     assert (
         probe.call("get_work", {"worker": "w", "host": "nightly-host"}).json()["response"]["task_id"]
         == task_id
@@ -104,3 +106,33 @@ def test_the_visualiser_history_view_charts_each_run_and_marks_the_failed_one(
 
     check_chart(browser_page, failed_run_id(history))
     assert [p for p in browser_page.problems if "history" in p] == []  # the other views are not ours
+
+
+@pytest.fixture
+def one_weekly_run(tmp_path: Path) -> Iterator[str]:
+    """luigid serving a history with two runs of ``Nightly`` and one of ``Weekly``."""
+    history = DbTaskHistory(f"sqlite:///{tmp_path / 'history.sqlite'}", flush_interval=0.02)
+    try:
+        with serving_in_thread(Scheduler(task_history=history), ServerSettings()) as server:
+            probe = probe_for(server)
+            for day in ("01", "02"):
+                report_run(probe, f"Nightly_2024_05_{day}", {"date": f"2024-05-{day}"}, failed=False)
+            report_run(probe, "Weekly_2024_05_06", {"date": "2024-05-06"}, failed=False, family="Weekly")
+            assert history.flush(timeout=30)
+            yield server.base_url()
+    finally:
+        history.close()
+
+
+def test_the_history_view_counts_one_record_and_one_run_in_the_singular(
+    browser_page: Any, one_weekly_run: str
+) -> None:
+    browser_page.goto(f"{one_weekly_run}/static/visualiser/index.html#tab=history")
+    browser_page.wait_for_selector(".history-families a", timeout=LOAD_TIMEOUT_MS)
+    families = browser_page.locator(".history-families li").all_inner_texts()
+    assert sorted(families) == ["Nightly 2 records", "Weekly 1 record"]
+    browser_page.click("text=Weekly")
+    browser_page.wait_for_selector(".history-chart .history-point", timeout=LOAD_TIMEOUT_MS)
+    summary = browser_page.locator(".page-head .summary")
+    browser_page.wait_for_function("el => el.textContent === '1 run'", arg=summary.element_handle())
+    assert [p for p in browser_page.problems if "history" in p] == []

@@ -106,6 +106,30 @@ PIPELINE = (
             yield Payload(name=SCRIPT_PAYLOAD)
 
 
+    class Retried(luigi.Task):
+        """Fails; may be retried three times (not part of All: only the retry test runs it)."""
+
+        retry_count = 3
+
+        def output(self):
+            return luigi.LocalTarget(os.path.join(OUT, "retried"))
+
+        def run(self):
+            raise RuntimeError("retried broke")
+
+
+    class Unlimited(Retried):
+        """Fails; retried for ever, as users spell it."""
+
+        retry_count = 999999999
+
+
+    class Retrying(luigi.WrapperTask):
+        def requires(self):
+            yield Retried()
+            yield Unlimited()
+
+
     class Listener(luigi.Task):
         """Runs until told to stop, answering every scheduler message."""
 
@@ -503,7 +527,37 @@ def test_the_open_page_shows_new_tasks_without_reloading(page, site):
     assert page.evaluate("() => window.notReloaded") is True
 
 
-# -- a separate luigid: unreachable, token ------------------------------------------------------------
+# -- a separate luigid: retries, unreachable, token ----------------------------------------------------
+
+
+@pytest.fixture
+def retrying_site(tmp_path: Path) -> Iterator[Site]:
+    """A luigid where ``Retried`` (retry_count 3) and ``Unlimited`` (999999999) failed once each."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "vis_pipeline.py").write_text(PIPELINE)
+    (tmp_path / "luigid").mkdir()
+    with running_luigid(tmp_path / "luigid", config=LUIGID_CONFIG) as luigid:
+        run_luigi(tmp_path, luigid, "Retrying")
+        yield Site(luigid, tmp_path)
+
+
+@pytest.mark.parametrize(("family", "shown"), [("Retried", "retry 1 of 3"), ("Unlimited", "retry 1")])
+def test_a_failed_tasks_retry_leaves_out_a_retry_count_that_means_unlimited(
+    page, retrying_site, family, shown
+):
+    task_id = retrying_site.task_id(f"{family}()")
+    assert retrying_site.status(task_id) == "FAILED"
+    open_detail(page, retrying_site, task_id)
+    retry = page.locator("#task-detail dt:text-is('Retry') + dd")
+    assert retry.inner_text().split(" at ")[0] == shown
+
+
+def test_a_graph_of_one_task_counts_it_in_the_singular(page, retrying_site):
+    task_id = retrying_site.task_id("Retried()")
+    open_view(page, retrying_site.base_url, f"#tab=graph&taskId={quote(task_id)}&hideDone=0&invert=0")
+    page.wait_for_selector(".graph-view[data-state=ready]")
+    stats = page.locator(".graph-view .summary").inner_text()
+    assert stats.startswith("1 task · 0 dependencies · laid out in "), stats
 
 
 def test_the_page_says_when_the_scheduler_stops_answering(chromium, tmp_path):

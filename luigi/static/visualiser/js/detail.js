@@ -7,6 +7,9 @@ import { badge, dot, label, DISABLED, FAILED, RUNNING, DONE } from './status.js'
 import { TaskLogView } from './tasklog.js';
 
 const MAX_NEIGHBOURS = 100;
+// Users write a huge retry_count (999999999 is the usual spelling) to mean "retry for ever"; no real
+// pipeline counts a million retries, so from there on the count is left out rather than shown as a limit.
+const UNLIMITED_RETRIES = 1_000_000;
 
 export class TaskDetail {
   constructor(ctx) {
@@ -133,6 +136,12 @@ function paramsTable(params) {
     el('tbody', {}, keys.map((k) => el('tr', {}, el('th', { text: k }), el('td', {}, el('code', { class: 'wrap', text: format.text(params[k]) }))))));
 }
 
+/** "retry 2 of 3"; "retry 2" when retry_count stands for unlimited. */
+function retryText({ number, of }) {
+  const limited = typeof of === 'number' && of < UNLIMITED_RETRIES;
+  return limited ? `retry ${number} of ${of}` : `retry ${number}`;
+}
+
 function facts(task) {
   const now = Date.now() / 1000;
   const url = safeHttpUrl(task.tracking_url);
@@ -152,6 +161,6 @@ function facts(task) {
     ['Resources held', format.resourcesText(task.resources_running) || '–'],
   ];
   if (task.upstream_status) rows.push(['Blocked by', label(task.upstream_status)]);
-  if (task.retry) rows.push(['Retry', `retry ${task.retry.number} of ${task.retry.of} at ${format.timestamp(task.retry.at)}`]);
+  if (task.retry) rows.push(['Retry', `${retryText(task.retry)} at ${format.timestamp(task.retry.at)}`]);
   return el('dl', { class: 'facts' }, rows.map(([k, v]) => [el('dt', { text: k }), el('dd', {}, v)]));
 }

@@ -7,6 +7,11 @@ export function count(value) {
   return typeof value === 'number' && Number.isFinite(value) ? numberFormat.format(value) : '–';
 }
 
+/** 1 -> "1 record", 1234 -> "1,234 records" (the plural is the noun plus "s" unless given). */
+export function counted(value, noun, nouns = `${noun}s`) {
+  return `${count(value)} ${value === 1 ? noun : nouns}`;
+}
+
 /** Seconds -> "4 s", "3 min 20 s", "2 h 05 min", "3 d 4 h". */
 export function duration(seconds) {
   if (typeof seconds !== 'number' || !Number.isFinite(seconds)) return '–';
@@ -24,6 +29,34 @@ export function timestamp(epochSeconds) {
   const pad = (n) => String(n).padStart(2, '0');
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
     `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+const zoneFormats = new Map(); // IANA zone -> its Intl.DateTimeFormat (building one is slow)
+
+function zoneFormat(timeZone) {
+  if (!zoneFormats.has(timeZone)) {
+    zoneFormats.set(timeZone, new Intl.DateTimeFormat('en-GB', {
+      timeZone, hourCycle: 'h23', timeZoneName: 'short',
+      year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
+    }));
+  }
+  return zoneFormats.get(timeZone);
+}
+
+/**
+ * Epoch seconds -> "2024-05-01 06:00:00 CEST" in the IANA zone ``timeZone`` (a schedule's, so its times
+ * read as its cron does), with the zone's short name so no one takes it for their own local time.
+ */
+export function zonedTimestamp(epochSeconds, timeZone) {
+  if (typeof epochSeconds !== 'number' || !Number.isFinite(epochSeconds)) return '–';
+  let parts;
+  try {
+    parts = zoneFormat(timeZone).formatToParts(new Date(epochSeconds * 1000));
+  } catch (unknownZone) { // a zone this browser does not know: its own local time, named as such
+    return `${timestamp(epochSeconds)} (your local time)`;
+  }
+  const part = Object.fromEntries(parts.map((p) => [p.type, p.value]));
+  return `${part.year}-${part.month}-${part.day} ${part.hour}:${part.minute}:${part.second} ${part.timeZoneName}`;
 }
 
 /** Epoch seconds -> "12 s ago" relative to now (seconds). */

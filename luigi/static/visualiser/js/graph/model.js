@@ -43,7 +43,7 @@ export function taskModel(answer) {
 export function familyModel(answer) {
   const nodes = Object.entries(answer.families || {}).map(([family, statuses]) => {
     const total = Object.values(statuses).reduce((a, b) => a + b, 0);
-    const subtitle = `${format.count(total)} task${total === 1 ? '' : 's'}`;
+    const subtitle = format.counted(total, 'task');
     return {
       id: family,
       kind: 'family',

@@ -163,7 +163,7 @@ class GraphView {
     this.element.dataset.state = 'layout';
     if (!sameGraph || model.nodes.length > 300) {
       replace(this.overlay, el('div', { class: 'spinner', 'aria-hidden': 'true' }),
-        el('span', { text: `Laying out ${format.count(model.nodes.length)} ${model.kind === 'family' ? 'families' : 'tasks'}…` }));
+        el('span', { text: `Laying out ${nodesText(model)}…` }));
       this.overlay.hidden = false;
     }
     const done = this.layoutWith(model).then((layout) => {
@@ -174,8 +174,8 @@ class GraphView {
       this.drawnFor = forKey;
       this.drawnNodes = model.nodes.length;
       const ms = performance.now() - started;
-      this.stats.textContent = `${format.count(model.nodes.length)} ${model.kind === 'family' ? 'families' : 'tasks'} · ` +
-        `${format.count(model.edges.length)} dependencies · laid out in ${(ms / 1000).toFixed(1)} s`;
+      this.stats.textContent = `${nodesText(model)} · ${format.counted(model.edges.length, 'dependency', 'dependencies')} · ` +
+        `laid out in ${(ms / 1000).toFixed(1)} s`;
       this.element.dataset.state = 'ready';
       this.element.dataset.nodes = String(model.nodes.length);
       this.element.dataset.edges = String(model.edges.length);
@@ -261,4 +261,9 @@ class GraphView {
 
 function optionsKey(o) {
   return JSON.stringify([o.taskId, o.invert, o.hideDone, o.group]);
+}
+
+/** "1 task", "40 tasks", "3 families": what the model's nodes stand for, counted. */
+function nodesText(model) {
+  return model.kind === 'family' ? format.counted(model.nodes.length, 'family', 'families') : format.counted(model.nodes.length, 'task');
 }

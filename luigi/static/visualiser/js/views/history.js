@@ -69,7 +69,7 @@ class HistoryView {
     const key = JSON.stringify(data.runs.map((r) => [r.id, r.status]));
     if (family !== this.family || key === this.shown) return;
     this.shown = key;
-    this.summary.textContent = `${format.count(data.runs.length)} runs`;
+    this.summary.textContent = format.counted(data.runs.length, 'run');
     renderRuns(this.body, data, ROOT);
   }
 
@@ -78,7 +78,7 @@ class HistoryView {
     const key = JSON.stringify(data);
     if (this.family || key === this.shown) return;
     this.shown = key;
-    this.summary.textContent = `${format.count(data.names.length)} families`;
+    this.summary.textContent = format.counted(data.names.length, 'family', 'families');
     if (!data.recording) {
       replace(this.body, el('div', { class: 'empty' },
         'This scheduler records no task history. Set ', el('code', { text: '[scheduler] record_task_history = true' }),
@@ -91,6 +91,6 @@ class HistoryView {
     }
     replace(this.body, el('ul', { class: 'history-families' }, data.names.map(({ name, count }) => el('li', {},
       el('a', { href: this.ctx.router.href({ tab: 'history', family: name }), text: name }),
-      el('span', { class: 'muted', text: ` ${format.count(count)} records` })))));
+      el('span', { class: 'muted', text: ` ${format.counted(count, 'record')}` })))));
   }
 }

@@ -37,7 +37,7 @@ class ResourcesView {
       throw error;
     }
     resources.sort((a, b) => String(a.name).localeCompare(String(b.name)));
-    this.summary.textContent = `${format.count(resources.length)} resource${resources.length === 1 ? '' : 's'}`;
+    this.summary.textContent = format.counted(resources.length, 'resource');
     if (!resources.length) {
       replace(this.body, el('div', { class: 'empty' },
         'No resource is configured. Declare them in the [resources] section of the scheduler\'s configuration.'));

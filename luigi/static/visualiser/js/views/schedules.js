@@ -46,7 +46,7 @@ class SchedulesView {
       throw error;
     }
     const running = schedules.filter((s) => s.running !== null && s.running !== undefined).length;
-    this.summary.textContent = `${format.count(schedules.length)} schedule${schedules.length === 1 ? '' : 's'} · ${format.count(running)} running`;
+    this.summary.textContent = `${format.counted(schedules.length, 'schedule')} · ${format.count(running)} running`;
     if (!schedules.length) {
       replace(this.body, el('div', { class: 'empty' },
         'luigid runs no schedule. Declare them as [schedule:<name>] sections in its configuration (see doc/schedules.md).'));
@@ -79,7 +79,7 @@ class SchedulesView {
     const fact = (k, v) => [el('dt', { text: k }), el('dd', {}, v)];
     const next = schedule.paused
       ? el('span', { class: 'muted', text: 'paused: its slots pass without a run' })
-      : [format.timestamp(schedule.next_due), el('span', { class: 'muted', text: ` (in ${format.duration(schedule.next_due - now)})` })];
+      : [format.zonedTimestamp(schedule.next_due, schedule.timezone), el('span', { class: 'muted', text: ` (in ${format.duration(schedule.next_due - now)})` })];
     return el('article', { class: 'schedule-card', dataset: { schedule: schedule.name } },
       el('header', { class: 'schedule-head' },
         el('div', { class: 'schedule-title' },
@@ -126,7 +126,8 @@ class SchedulesView {
   runRow(schedule, run, key) {
     const took = run.started && run.ended ? format.duration(run.ended - run.started) : run.started ? `${format.duration(Date.now() / 1000 - run.started)} so far` : '–';
     const exit = run.exit_code === null || run.exit_code === undefined ? '–' : `${run.exit_code} (${run.meaning || ''})`;
-    const status = run.outcome === 'ended' ? (run.exit_code === 0 ? 'DONE' : 'FAILED') : OUTCOME_STATUS[run.outcome] || 'UNKNOWN';
+    const [label, status] = outcomeBadge(run);
+    const at = (moment) => format.zonedTimestamp(moment, schedule.timezone);
     const open = this.openLogs.has(key);
     const hasLog = run.log_bytes !== null && run.log_bytes !== undefined;
     const toggle = hasLog
@@ -138,11 +139,11 @@ class SchedulesView {
       : el('span', { class: 'muted', text: 'none' });
     return el('tr', { class: 'run-row', dataset: { run: String(run.id), outcome: run.outcome } },
       el('td', { class: 'num', text: `#${run.id}` }),
-      el('td', {}, format.timestamp(run.scheduled_time), el('span', { class: 'muted small', text: run.kind === 'slot' ? '' : ` ${run.kind}` })),
+      el('td', {}, at(run.scheduled_time), el('span', { class: 'muted small', text: run.kind === 'slot' ? '' : ` ${run.kind}` })),
       el('td', {},
-        el('span', { class: ['badge', `st-${status}`], text: run.outcome, title: run.note || null }),
+        el('span', { class: ['badge', `st-${status}`, 'run-outcome'], text: label, title: run.note || null }),
         run.note ? el('div', { class: 'muted small run-note', text: run.note }) : null),
-      el('td', { text: format.timestamp(run.started) }),
+      el('td', { text: at(run.started) }),
       el('td', { text: took }),
       el('td', { class: 'run-exit', text: exit }),
       el('td', {}, toggle));
@@ -153,6 +154,12 @@ class SchedulesView {
     else await this.fetchLog(key);
     this.ctx.refresh();
   }
+}
+
+/** The outcome's words and colour: a run that ended says whether its command succeeded or failed. */
+function outcomeBadge(run) {
+  if (run.outcome !== 'ended') return [run.outcome, OUTCOME_STATUS[run.outcome] || 'UNKNOWN'];
+  return run.exit_code === 0 ? ['done', 'DONE'] : ['failed', 'FAILED'];
 }
 
 function logRow(log) {

@@ -255,7 +255,7 @@ class TasksView {
     replace(this.tableArea, el('div', { class: kind, role: 'status' }, content));
     replace(this.pager);
     const total = this.page ? this.page.total : null;
-    this.summary.textContent = Number.isFinite(total) ? `${format.count(total)} task${total === 1 ? '' : 's'}` : '';
+    this.summary.textContent = Number.isFinite(total) ? format.counted(total, 'task') : '';
   }
 
   head() {
@@ -295,7 +295,7 @@ class TasksView {
   renderPager(page) {
     const first = page.offset + 1;
     const last = page.offset + page.tasks.length;
-    this.summary.textContent = `${format.count(first)}–${format.count(last)} of ${format.count(page.total)} task${page.total === 1 ? '' : 's'}`;
+    this.summary.textContent = `${format.count(first)}–${format.count(last)} of ${format.counted(page.total, 'task')}`;
     const size = page.page_size;
     const current = Math.floor(page.offset / size) + 1;
     const pages = Math.max(1, Math.ceil(page.total / size));

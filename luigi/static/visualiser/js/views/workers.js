@@ -36,7 +36,7 @@ class WorkersView {
       throw error;
     }
     const running = workers.reduce((n, w) => n + (w.num_running || 0), 0);
-    this.summary.textContent = `${format.count(workers.length)} worker${workers.length === 1 ? '' : 's'} · ${format.count(running)} running task${running === 1 ? '' : 's'}`;
+    this.summary.textContent = `${format.counted(workers.length, 'worker')} · ${format.counted(running, 'running task')}`;
     if (!workers.length) {
       replace(this.list, el('div', { class: 'empty' }, 'No worker is connected. Workers appear here while they talk to the scheduler.'));
       return;
