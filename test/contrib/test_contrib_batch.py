@@ -170,7 +170,7 @@ def test_a_failed_job_fails_the_task_with_its_reason_exit_code_and_cloudwatch_li
         lines = [{"timestamp": NOW_MS + n, "message": text} for n, text in enumerate(["start", "boom"])]
         logs.put_log_events(logGroupName="/aws/batch/job", logStreamName=stream, logEvents=lines)
         reason = "Essential container in task exited"
-        standin.end(run.arn, status="FAILED", statusReason=reason, container={"exitCode": 3})
+        standin.end_run(run.arn, status="FAILED", statusReason=reason, container={"exitCode": 3})
 
     with meanwhile(fail_after_logging):
         error = build_failing(Greet(job_definition="greet", poll_time=0))

@@ -104,7 +104,7 @@ def test_a_job_in_error_fails_the_task_with_dataprocs_details(gcp: DataprocStand
 
     def fail() -> None:
         job_id = gcp.wait_for_job_state("RUNNING")
-        gcp.jobs[job_id].forced = {"state": "ERROR", "details": "Job failed with message [Exit code 1]"}
+        gcp.end(gcp.jobs[job_id], state="ERROR", details="Job failed with message [Exit code 1]")
 
     with meanwhile(fail):
         error = build_failing(DataprocSparkTask(**WHERE, main_class="M"))

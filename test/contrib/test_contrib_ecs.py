@@ -156,7 +156,7 @@ def test_a_container_that_exited_non_zero_fails_the_luigi_task(standin: AwsCompu
     def exit_2() -> None:
         run = standin.wait_for_status("RUNNING")
         containers = [{"name": "main", "lastStatus": "STOPPED", "exitCode": 2}]
-        standin.end(run.arn, status="STOPPED", stopCode="EssentialContainerExited", containers=containers)
+        standin.end_run(run.arn, status="STOPPED", stopCode="EssentialContainerExited", containers=containers)
 
     with meanwhile(exit_2):
         error = build_failing(Sleep(task_def_arn="arn:aws:ecs:task-definition/sleep:1"))

@@ -100,7 +100,7 @@ def test_a_failed_job_fails_the_task_with_openpais_exit_reason(pai: PaiStandIn):
 
     def fail() -> None:
         pai.wait_for_state("RUNNING")
-        pai.end("train-1", state="FAILED", appExitType="NON_TRANSIENT", appExitCode=3,
+        pai.end(pai.jobs["train-1"], state="FAILED", appExitType="NON_TRANSIENT", appExitCode=3,
                 appExitDiagnostics="worker-0 exited: out of memory\n")  # fmt: skip
 
     with meanwhile(fail):

@@ -11,15 +11,15 @@ containers exit 143). It runs on a thread on a free loopback port and checks no 
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from helpers.json_http import JsonHandler, serving
+from helpers.scripted import Scripted, ScriptedJobs
 
 __all__ = ["LOST", "AwsComputeStandIn", "aws_compute_standin"]
 
@@ -29,67 +29,41 @@ QUEUE = "standin-queue"
 
 
 @dataclass
-class Run:
+class Run(Scripted):
     """One Batch job or ECS task: its script, where it is in it, and what the caller sent."""
 
-    arn: str
-    request: dict[str, Any]
-    script: list[str]
-    step: int = -1
-    ended: dict[str, Any] = field(default_factory=dict)  # the fields of an end forced by the test or the API
+    arn: str = ""
+    request: dict[str, Any] = field(default_factory=dict)
+    ended_state_field: ClassVar[str] = "status"
 
     @property
     def status(self) -> str:
-        if self.ended:
-            return str(self.ended["status"])
-        return self.script[max(self.step, 0)]
-
-    def advance(self) -> str:
-        self.step = min(self.step + 1, len(self.script) - 1)
-        return self.status
+        return self.current
 
 
-class AwsComputeStandIn:
+class AwsComputeStandIn(ScriptedJobs):
     """The stand-in's state: the script for new runs, and every job and task by id or ARN."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.changed = threading.Condition(self.lock)
+        super().__init__()
         self.script = ["RUNNING", "SUCCEEDED"]
         self.run_task_failure: str | None = None  # when set, RunTask places nothing and reports this reason
         self.runs: dict[str, Run] = {}
         self.endpoint_url = ""
 
     def start(self, request: dict[str, Any], arn: str) -> Run:
-        with self.lock:
-            run = self.runs[arn] = Run(arn=arn, request=request, script=list(self.script))
-            self.changed.notify_all()
-            return run
+        return self.add(self.runs, arn, Run(arn=arn, request=request, script=list(self.script)))
 
     def describe(self, arn: str) -> Run | None:
         """Advance the run one step (a Describe call) and return it, or None once it is lost."""
-        with self.lock:
-            run = self.runs.get(arn)
-            if run is None or run.advance() == LOST:
-                return None
-            self.changed.notify_all()
-            return run
+        return self.poll(self.runs, arn, LOST)
 
-    def end(self, arn: str, **fields: Any) -> None:
-        with self.lock:
-            self.runs[arn].ended = fields
-            self.changed.notify_all()
+    def end_run(self, arn: str, **fields: Any) -> None:
+        self.end(self.runs[arn], **fields)
 
     def wait_for_status(self, status: str, timeout: float = 30) -> Run:
         """The first run seen in ``status`` by a Describe (the task under test is polling it)."""
-        with self.lock:
-            found = self.changed.wait_for(
-                lambda: next((r for r in self.runs.values() if r.step >= 0 and r.status == status), None),
-                timeout,
-            )
-        if found is None:
-            raise AssertionError(f"no job or task reached {status} within {timeout}s")
-        return found
+        return self.runs[self.wait_until_seen(self.runs, status, "job or task", timeout)]
 
 
 def _batch_job(run: Run) -> dict[str, Any]:
@@ -138,7 +112,7 @@ def _handle_batch(state: AwsComputeStandIn, action: str, body: dict[str, Any]) -
         runs = [state.describe(job_id) for job_id in body["jobs"]]
         return {"jobs": [_batch_job(run) for run in runs if run is not None]}
     if action == "terminatejob":
-        state.end(body["jobId"], status="FAILED", statusReason=body["reason"])
+        state.end_run(body["jobId"], status="FAILED", statusReason=body["reason"])
         return {}
     raise LookupError(f"the stand-in does not implement Batch {action}")
 
@@ -165,7 +139,7 @@ def _handle_ecs(state: AwsComputeStandIn, action: str, body: dict[str, Any]) -> 
             "stoppedReason": body.get("reason", "Task stopped by user"),
             "containers": [{"name": "main", "lastStatus": "STOPPED", "exitCode": 143}],
         }
-        state.end(body["task"], **stopped)
+        state.end_run(body["task"], **stopped)
         return {"task": {"taskArn": body["task"], "lastStatus": "STOPPED"}}
     raise LookupError(f"the stand-in does not implement ECS {action}")
 

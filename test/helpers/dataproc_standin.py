@@ -11,7 +11,6 @@ checked. It runs on a thread on a free loopback port; `client` builds a discover
 from __future__ import annotations
 
 import re
-import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from helpers.json_http import JsonHandler, serving
+from helpers.scripted import Scripted, ScriptedJobs
 
 __all__ = ["GONE", "DataprocStandIn", "dataproc_standin"]
 
@@ -32,28 +32,25 @@ _PATH = re.compile(
 
 
 @dataclass
-class Resource:
-    """A cluster or a job: its description as sent, its script, where it is in it."""
+class Resource(Scripted):
+    """A cluster or a job: its description as sent, its script, where it is in it (``ended``: a status
+    the test or a cancel call imposed)."""
 
-    body: dict[str, Any]
-    script: list[str]
-    step: int = -1
-    forced: dict[str, Any] = field(default_factory=dict)  # a status the test or an API call imposed
+    body: dict[str, Any] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
-        return str(self.forced.get("state") or self.script[max(self.step, 0)])
+        return self.current
 
     def status(self) -> dict[str, Any]:
-        return {"state": self.state, "stateStartTime": "2026-01-01T00:00:00Z", **self.forced}
+        return {"state": self.state, "stateStartTime": "2026-01-01T00:00:00Z", **self.ended}
 
 
-class DataprocStandIn:
+class DataprocStandIn(ScriptedJobs):
     """The stand-in's state: scripts for new clusters and jobs, and every cluster and job by name or id."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.changed = threading.Condition(self.lock)
+        super().__init__()
         self.cluster_script = ["CREATING", "RUNNING"]
         self.delete_script = ["DELETING", GONE]
         self.job_script = ["PENDING", "SETUP_DONE", "RUNNING", "DONE"]
@@ -76,29 +73,11 @@ class DataprocStandIn:
         )
 
     def add_cluster(self, name: str, *states: str) -> None:
-        with self.lock:
-            self.clusters[name] = Resource(body={"clusterName": name}, script=list(states))
-
-    def advance(self, table: dict[str, Resource], name: str) -> Resource | None:
-        """Move the cluster or job one step (a get) and return it, or None when unknown or gone."""
-        with self.lock:
-            found = table.get(name)
-            if found is None:
-                return None
-            found.step = min(found.step + 1, len(found.script) - 1)
-            self.changed.notify_all()
-            return None if found.state == GONE else found
+        self.add(self.clusters, name, Resource(body={"clusterName": name}, script=list(states)))
 
     def wait_for_job_state(self, state: str, timeout: float = 30) -> str:
         """The id of the first job a get has seen in ``state`` (the task under test is polling it)."""
-        with self.lock:
-            found = self.changed.wait_for(
-                lambda: next((i for i, j in self.jobs.items() if j.step >= 0 and j.state == state), None),
-                timeout,
-            )
-        if found is None:
-            raise AssertionError(f"no Dataproc job reached {state} within {timeout}s")
-        return found
+        return self.wait_until_seen(self.jobs, state, "Dataproc job", timeout)
 
 
 def _error(code: int, status: str, message: str) -> tuple[int, dict[str, Any]]:
@@ -118,12 +97,11 @@ def _job(where: dict[str, str], job_id: str, job: Resource) -> dict[str, Any]:
 def _clusters(state: DataprocStandIn, method: str, where: dict[str, str], body: dict[str, Any], fields: str):
     name = where["name"]
     if method == "POST" and not name:
-        with state.lock:
-            state.clusters[body["clusterName"]] = Resource(body=body, script=list(state.cluster_script))
+        state.add(state.clusters, body["clusterName"], Resource(body=body, script=list(state.cluster_script)))
         return 200, {
             "name": f"projects/{where['project']}/regions/{where['region']}/operations/{uuid.uuid4()}"
         }
-    cluster = state.advance(state.clusters, name) if method == "GET" else state.clusters.get(name)
+    cluster = state.poll(state.clusters, name, GONE) if method == "GET" else state.clusters.get(name)
     if cluster is None or cluster.state == GONE:
         return _error(
             404,
@@ -146,18 +124,15 @@ def _jobs(state: DataprocStandIn, where: dict[str, str], body: dict[str, Any]) -
         if cluster is None or cluster.state != "RUNNING":
             return _error(404, "NOT_FOUND", f"Not found: Cluster {job['placement']['clusterName']}")
         job_id = (job.get("reference") or {}).get("jobId") or uuid.uuid4().hex
-        with state.lock:
-            state.jobs[job_id] = Resource(body=job, script=list(state.job_script))
+        state.add(state.jobs, job_id, Resource(body=job, script=list(state.job_script)))
         return 200, _job(where, job_id, state.jobs[job_id])
     job_id = where["name"]
     if where["verb"] == "cancel":
         if job_id not in state.jobs:
             return _error(404, "NOT_FOUND", f"Not found: Job projects/{where['project']}/jobs/{job_id}")
-        with state.lock:
-            state.jobs[job_id].forced = {"state": "CANCELLED"}
-            state.changed.notify_all()
+        state.end(state.jobs[job_id], state="CANCELLED")
         return 200, _job(where, job_id, state.jobs[job_id])
-    found = state.advance(state.jobs, job_id)
+    found = state.poll(state.jobs, job_id, GONE)
     if found is None:
         return _error(404, "NOT_FOUND", f"Not found: Job projects/{where['project']}/jobs/{job_id}")
     return 200, _job(where, job_id, found)

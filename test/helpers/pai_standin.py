@@ -12,7 +12,6 @@ per status GET; it runs on a thread on a free loopback port.
 from __future__ import annotations
 
 import secrets
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +20,7 @@ from urllib.parse import unquote
 import pytest
 
 from helpers.json_http import JsonHandler, serving
+from helpers.scripted import Scripted, ScriptedJobs
 
 __all__ = ["LOST", "PaiJobRecord", "PaiStandIn", "pai_standin"]
 
@@ -31,27 +31,22 @@ _JOBS = "/api/v1/jobs/"
 
 
 @dataclass
-class PaiJobRecord:
-    """One submitted job: the config the caller sent, its script and where it is in it."""
+class PaiJobRecord(Scripted):
+    """One submitted job: the config the caller sent, its script and where it is in it (``ended``: the
+    jobStatus fields of an end forced by the test or a stop)."""
 
-    config: dict[str, Any]
-    script: list[str]
-    step: int = -1
-    ended: dict[str, Any] = field(default_factory=dict)  # jobStatus fields of an end forced by the test
+    config: dict[str, Any] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
-        if self.ended:
-            return str(self.ended["state"])
-        return self.script[max(self.step, 0)]
+        return self.current
 
 
-class PaiStandIn:
+class PaiStandIn(ScriptedJobs):
     """The stand-in's state: the account, the token it issued, the script for new jobs, the jobs by name."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.changed = threading.Condition(self.lock)
+        super().__init__()
         self.token = "tok-" + secrets.token_hex(16)
         self.script = ["WAITING", "RUNNING", "SUCCEEDED"]
         self.jobs: dict[str, PaiJobRecord] = {}
@@ -60,38 +55,18 @@ class PaiStandIn:
 
     def submit(self, config: dict[str, Any]) -> bool:
         """Record a new job; False when one of that name exists (OpenPAI's ConflictJobError)."""
-        with self.lock:
-            if config["jobName"] in self.jobs:
-                return False
-            self.jobs[config["jobName"]] = PaiJobRecord(config=config, script=list(self.script))
-            self.changed.notify_all()
-            return True
+        if config["jobName"] in self.jobs:
+            return False
+        self.add(self.jobs, config["jobName"], PaiJobRecord(config=config, script=list(self.script)))
+        return True
 
     def status(self, name: str) -> PaiJobRecord | None:
         """Advance the job one step (a status GET) and return it, or None when unknown or lost."""
-        with self.lock:
-            job = self.jobs.get(name)
-            if job is None:
-                return None
-            job.step = min(job.step + 1, len(job.script) - 1)
-            self.changed.notify_all()
-            return None if job.state == LOST else job
-
-    def end(self, name: str, **status: Any) -> None:
-        with self.lock:
-            self.jobs[name].ended = status
-            self.changed.notify_all()
+        return self.poll(self.jobs, name, LOST)
 
     def wait_for_state(self, state: str, timeout: float = 30) -> PaiJobRecord:
         """The first job a status GET has seen in ``state`` (the task under test is polling it)."""
-        with self.lock:
-            found = self.changed.wait_for(
-                lambda: next((j for j in self.jobs.values() if j.step >= 0 and j.state == state), None),
-                timeout,
-            )
-        if found is None:
-            raise AssertionError(f"no OpenPAI job reached {state} within {timeout}s")
-        return found
+        return self.jobs[self.wait_until_seen(self.jobs, state, "OpenPAI job", timeout)]
 
 
 def _job_status(name: str, job: PaiJobRecord) -> dict[str, Any]:
@@ -131,7 +106,12 @@ def _stop(state: PaiStandIn, name: str, body: dict[str, Any]) -> tuple[int, dict
     if name not in state.jobs:
         return _error(404, "NoJobError", f"Job {name} is not found.")
     if body.get("value") == "STOP":
-        state.end(name, state="STOPPED", appExitType="USER_STOP", appExitDiagnostics="UserApplicationKill")
+        state.end(
+            state.jobs[name],
+            state="STOPPED",
+            appExitType="USER_STOP",
+            appExitDiagnostics="UserApplicationKill",
+        )
     return 202, {"message": f"execute job {name} successfully"}
 
 
