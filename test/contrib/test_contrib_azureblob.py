@@ -157,7 +157,6 @@ def test_directories_do_not_exist_in_blob_storage(client: AzureBlobClient, conta
 def test_reading_with_download_gives_a_local_text_file_removed_after(
     client: AzureBlobClient, container: str
 ) -> None:
-    AzureBlobTarget(container, "notes/today.txt", client).open("w").close()
     with AzureBlobTarget(container, "notes/today.txt", client).open("w") as out:
         out.write("line one\n")
     readable = ReadableAzureBlobFile(container, "notes/today.txt", client, download_when_reading=True)
