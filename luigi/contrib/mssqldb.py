@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import luigi
 from luigi.contrib.optional import MissingExtraError
-from luigi.contrib.rdbms import ConfigDefault, describe_database
+from luigi.contrib.rdbms import ConfigDefault, MarkerLocation
 
 try:  # a module attribute, so that tests can patch luigi.contrib.mssqldb._mssql as Luigi's do
     from pymssql import _mssql
@@ -20,7 +19,6 @@ except ImportError:  # the module still imports; connecting says which extra to 
 
 __all__ = ["MSSqlTarget"]
 
-DEFAULT_PORT = 1433
 MISSING_TABLE = 208  # SQL Server's "Invalid object name"
 TABLE_EXISTS = 2714  # "There is already an object named ... in the database"
 
@@ -34,36 +32,19 @@ def _driver() -> Any:
     return _mssql
 
 
-class MSSqlTarget(luigi.Target):
+class MSSqlTarget(MarkerLocation):
     """The marker row of ``update_id`` in the marker table of a SQL Server database."""
 
+    DEFAULT_DB_PORT = 1433
+    engine = "SQL Server"
     marker_table = ConfigDefault("mssql", "marker_table", "table_updates")
 
     def __init__(
         self, host: str, database: str, user: str, password: str, table: str, update_id: str
     ) -> None:
         """``host`` may carry a port (``host:port``); the default port is 1433."""
-        if ":" in host:
-            host, _, port = host.rpartition(":")
-            self.port = int(port)
-        else:
-            self.port = DEFAULT_PORT
-        self.host = host
-        self.database = database
-        self.user = user
-        self.password = password
-        self.table = table
-        self.update_id = update_id
-
-    def __repr__(self) -> str:
-        return (
-            f"MSSqlTarget(host={self.host!r}, port={self.port}, database={self.database!r}, "
-            f"user={self.user!r}, table={self.table!r}, update_id={self.update_id!r})"
-        )
-
-    def __str__(self) -> str:
-        where = describe_database("SQL Server", self.host, self.port, self.database)
-        return f"{where} table {self.table!r} (update_id {self.update_id!r})"
+        super().__init__(host, database, user, password, table, update_id)
+        self.port = int(self.port)
 
     def connect(self) -> Any:
         """A new ``_mssql`` connection to the target's database."""
