@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make sure the programs the contrib tests start are installed: Redis, MariaDB, an SSH server and client,
 # openssl (for the FTPS test certificate), a Java runtime (for Spark), iproute2 (the multi-host test's
-# network namespaces).
+# network namespaces), and Azurite (the Azure Storage emulator, from npm).
 #
 #   scripts/ensure-test-services.sh      # called by `make test` before the suite
 #
@@ -26,6 +26,17 @@ NEEDED=(
 )
 
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]; }
+
+# Azurite comes from the npm registry, not Debian (Luigi's own CI runs it too).
+AZURITE_VERSION=3.35.0
+if ! have azurite-blob; then
+    if [ "$(id -u)" -eq 0 ] && command -v npm >/dev/null 2>&1; then
+        say "installing azurite@$AZURITE_VERSION with npm"
+        npm install -g --silent --no-fund --no-audit "azurite@$AZURITE_VERSION" >/dev/null
+    else
+        say "missing: azurite (npm install -g azurite@$AZURITE_VERSION; its tests will skip)"
+    fi
+fi
 
 missing=()
 for entry in "${NEEDED[@]}"; do

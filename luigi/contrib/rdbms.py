@@ -171,19 +171,15 @@ class MarkerDialect(abc.ABC):
         return cursor.fetchone() is not None
 
 
-class DatabaseTarget(luigi.Target):
-    """A marker row ``update_id`` of ``table``'s loads in a database; says where it is without the password.
+class MarkerLocation(luigi.Target):
+    """Where a marker row ``update_id`` of ``table``'s loads lives; says so without the password.
 
     ``host`` may carry the port (``db.example:5433``), kept as the string it is, as Luigi keeps it;
-    otherwise ``port``, else the engine's ``DEFAULT_DB_PORT``. The marker table is ``marker_table``; what
-    differs between engines is the ``dialect``.
+    otherwise ``port``, else the engine's ``DEFAULT_DB_PORT``.
     """
 
     DEFAULT_DB_PORT: int = 0
     engine = "database"
-    marker_table: Any = "table_updates"
-    use_db_timestamps: Any = True  # the database stamps the marker row (else the client's clock does)
-    dialect: MarkerDialect
 
     def __init__(
         self,
@@ -217,6 +213,15 @@ class DatabaseTarget(luigi.Target):
     def where(self) -> str:
         """The database this target lives in, for messages."""
         return describe_database(self.engine, self.host, self.port, self.database)
+
+
+class DatabaseTarget(MarkerLocation):
+    """A marker row in a database reached through a DB-API driver; what differs between engines is the
+    ``dialect``. The marker table is ``marker_table``."""
+
+    marker_table: Any = "table_updates"
+    use_db_timestamps: Any = True  # the database stamps the marker row (else the client's clock does)
+    dialect: MarkerDialect
 
     @abc.abstractmethod
     def _autocommit_connection(self) -> Any:
