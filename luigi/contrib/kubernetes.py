@@ -181,7 +181,13 @@ class KubernetesJobTask(luigi.Task):
                 )
             return pykube.HTTPClient(pykube.KubeConfig.from_file(self.kubeconfig_path))
         if self.auth_method == "service-account":
-            return pykube.HTTPClient(pykube.KubeConfig.from_service_account())
+            try:
+                return pykube.HTTPClient(pykube.KubeConfig.from_service_account())
+            except (FileNotFoundError, KeyError) as exc:  # no token file, or no KUBERNETES_SERVICE_HOST/PORT
+                raise RuntimeError(
+                    f"[kubernetes] auth_method = service-account found no service account ({exc}): run the "
+                    "worker in a pod of the cluster, or set auth_method = kubeconfig"
+                ) from exc
         choices = "'kubeconfig' or 'service-account'"
         raise ValueError(f"[kubernetes] auth_method {self.auth_method!r} is not known: use {choices}")
 

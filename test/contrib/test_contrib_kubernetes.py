@@ -9,6 +9,7 @@ waiting; the tests wait on conditions, not time.
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -256,6 +257,28 @@ def test_a_container_that_never_started_has_no_output_and_the_task_fails_with_th
     assert "container main:\n(no output: 400 Client Error: Bad Request" in caplog.text
 
 
+def test_it_polls_every_pod_creation_wait_interal_until_a_pod_runs_then_every_poll_interval(
+    cluster: KubernetesStandIn, monkeypatch
+):
+    class Timed(Hello):
+        poll_interval = 0.002
+        pod_creation_wait_interal = 0.001
+
+    real_sleep, waits = time.sleep, []
+
+    def sleep(seconds: float) -> None:
+        if seconds in (0.001, 0.002):
+            waits.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", sleep)
+    cluster.script = ["NoPod", "Pending", "ContainerCreating", "Running", "Running", "Succeeded"]
+
+    assert luigi.build([Timed()], local_scheduler=True)
+
+    assert waits == [0.001, 0.001, 0.001, 0.002, 0.002]  # after each of the five listings before the end
+
+
 def test_a_job_deleted_while_it_runs_fails_the_task(cluster: KubernetesStandIn):
     cluster.script = ["NoPod", "Pending", "Running"]  # runs until someone deletes it
 
@@ -365,6 +388,16 @@ def test_an_unknown_auth_method_is_refused_naming_the_choices():
     assert (
         str(error) == "[kubernetes] auth_method 'token' is not known: use 'kubeconfig' or 'service-account'"
     )
+
+
+@pytest.mark.skipif(Path("/var/run/secrets/kubernetes.io/serviceaccount").exists(), reason="inside a pod")
+def test_the_service_account_outside_a_cluster_is_refused_naming_the_fix():
+    luigi.configuration.get_config().set("kubernetes", "auth_method", "service-account")
+
+    error = build_failing(Hello())
+
+    assert str(error).startswith("[kubernetes] auth_method = service-account found no service account (")
+    assert str(error).endswith("): run the worker in a pod of the cluster, or set auth_method = kubeconfig")
 
 
 def test_a_missing_kubeconfig_file_is_refused_naming_the_setting(tmp_path: Path):
