@@ -123,8 +123,15 @@ class DockerTask(luigi.Task):
             self._pull_if_needed(client)
             self._remove_named_container(client, docker)
             self._run_container(client, docker)
-        except (docker.errors.ImageNotFound, docker.errors.APIError) as error:
-            logger.error("Docker task %s could not run image %s: %s", self.task_id, self._image, error)
+        except docker.errors.ImageNotFound:
+            logger.error(
+                "Docker image %s is not on the daemon and could not be pulled: check its name, "
+                "or pull or build it there",
+                self._image,
+            )
+            raise
+        except docker.errors.APIError as error:
+            logger.error("The Docker daemon refused to run %s for %s: %s", self._image, self.task_id, error)
             raise
         finally:
             if self._host_tmp_dir is not None:

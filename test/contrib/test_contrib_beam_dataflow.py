@@ -204,8 +204,9 @@ def test_output_that_fails_validation_fails_the_task_after_cleanup(counts, tmp_p
     assert SumCounts.calls == ["before_run", "on_successful_run", error]
 
 
+@pytest.mark.usefixtures("beam")
 def test_the_python_flags_are_read_by_beams_own_option_parser(counts, tmp_path):
-    options = pytest.importorskip("apache_beam.options.pipeline_options")
+    from apache_beam.options import pipeline_options as options
 
     class Configured(SumCounts):
         project = "some-project"

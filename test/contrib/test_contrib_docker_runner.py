@@ -136,13 +136,18 @@ def test_binds_as_one_string_or_a_list_are_all_mounted(podman: Podman, tmp_path)
     assert (tmp_path / "result.txt").read_text() == "rows\nrows\n"
 
 
-def test_an_image_that_does_not_exist_fails_the_task_with_image_not_found(podman: Podman, tmp_path):
+def test_an_image_that_does_not_exist_fails_the_task_with_image_not_found(podman: Podman, tmp_path, caplog):
     task = in_container(podman, tmp_path, "true", image="localhost/no-such-image")
 
-    error = build_failing(task)
+    with caplog.at_level(logging.ERROR, logger="luigi-interface"):
+        error = build_failing(task)
 
     assert isinstance(error, docker.errors.ImageNotFound)
     assert "no-such-image" in str(error)
+    assert (
+        "Docker image localhost/no-such-image:latest is not on the daemon and could not be pulled: "
+        "check its name, or pull or build it there"
+    ) in caplog.text
 
 
 def test_force_pull_tries_the_registry_and_a_missing_image_still_fails_with_image_not_found(
@@ -209,3 +214,22 @@ def test_the_defaults_are_luigis():
     )
     assert (task.auto_remove, task.force_pull, task.mount_tmp) == (True, False, True)
     assert task.environment == task.host_config_options == task.container_options == {}
+
+
+def test_network_mode_and_the_extra_options_reach_the_container(podman: Podman, tmp_path):
+    script = (
+        "pwd > /out/result.txt; ls /sys/class/net >> /out/result.txt; "
+        "grep -c ' /scratch tmpfs' /proc/mounts >> /out/result.txt"
+    )
+    task = in_container(
+        podman,
+        tmp_path,
+        script,
+        network_mode="none",
+        container_options={"working_dir": "/tmp"},
+        host_config_options={"tmpfs": {"/scratch": "size=1m"}},
+    )
+
+    assert luigi.build([task], local_scheduler=True)
+
+    assert (tmp_path / "result.txt").read_text() == "/tmp\nlo\n1\n"
