@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Make sure the programs the contrib tests start are installed: Redis, MariaDB, an SSH server and client,
 # openssl (for the FTPS test certificate), a Java runtime (for Spark), iproute2 (the multi-host test's
-# network namespaces), and Azurite (the Azure Storage emulator, from npm).
+# network namespaces), Podman with a static busybox (the docker_runner tests' engine and image), and
+# Azurite (the Azure Storage emulator, from npm).
 #
 #   scripts/ensure-test-services.sh      # called by `make test` before the suite
 #
@@ -23,6 +24,9 @@ NEEDED=(
     "openssl openssl"
     "java openjdk-17-jre-headless"
     "ip iproute2"
+    "podman podman"
+    "busybox busybox-static"
+    "unshare util-linux"
 )
 
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]; }
