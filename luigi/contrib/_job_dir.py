@@ -19,12 +19,13 @@ import sys
 import tempfile
 import threading
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
 import luigi
+from luigi import task_status
 
 JOB_FILE = "job.json"
 JOB_FORMAT = 1
@@ -182,3 +183,17 @@ def sigterm_raises() -> Iterator[None]:
     finally:
         if installed:
             signal.signal(signal.SIGTERM, previous)
+
+
+def follow_job(
+    job_id: int, track: Callable[[int], None], kill: Callable[[int], None], status: Callable[[], str | None]
+) -> None:
+    """``track(job_id)`` until the job ends; if tracking stops first (the worker got SIGTERM or Ctrl-C, or
+    tracking broke), ``kill(job_id)``, so that no job runs on unwatched. ``status()`` is the task's
+    ``job_status``, DONE or FAILED once the job has ended."""
+    try:
+        with sigterm_raises():
+            track(job_id)
+    finally:
+        if status() not in (task_status.DONE, task_status.FAILED):
+            kill(job_id)

@@ -28,11 +28,11 @@ from luigi.contrib._job_dir import (
     STDERR_FILE,
     STDOUT_FILE,
     TaskNotRebuildableError,
+    follow_job,
     make_job_dir,
     read_lines,
     runner_reported_done,
     serialized_params,
-    sigterm_raises,
     write_job_spec,
 )
 from luigi.contrib._job_dir import check_rebuildable as _check_rebuildable  # noqa: F401  (its old name)
@@ -164,13 +164,7 @@ class LSFJobTask(luigi.Task):
 
     def _run_job(self) -> None:
         try:
-            job_id = self._submit()
-            try:
-                with sigterm_raises():
-                    self._track_job(job_id)
-            finally:
-                if self.job_status not in (task_status.DONE, task_status.FAILED):
-                    kill_job(job_id)  # the worker is stopping (or tracking broke): the job must not run on
+            follow_job(self._submit(), self._track_job, kill_job, lambda: self.job_status)
         finally:
             self._finish()
 
