@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 import luigi
 from luigi import task_status
@@ -102,6 +102,16 @@ def _job_errors(errfile: str) -> str:
     errors = read_lines(errfile, last=_ERROR_TAIL_LINES)
     first, _, rest = errors.partition("\n")
     return rest if first.strip() == _NOT_A_TTY else errors
+
+
+def _error_reason(job_id: int) -> str:
+    """What Grid Engine says put the job in an error state (``qstat -j``'s ``error reason``), as
+    `` (Grid Engine says: ...)``; empty when it says nothing."""
+    details = subprocess.run(["qstat", "-j", str(job_id)], capture_output=True, text=True).stdout
+    reasons = [
+        line.split(":", 1)[1].strip() for line in details.splitlines() if line.startswith("error reason")
+    ]
+    return f" (Grid Engine says: {'; '.join(reasons)})" if reasons else ""
 
 
 def _qdel(job_id: int) -> None:
@@ -204,18 +214,19 @@ class SGEJobTask(luigi.Task):
             if state == UNKNOWN_STATE:
                 return self._finished(job_id)
             if "E" in state:
-                self.job_status = task_status.FAILED
-                _qdel(job_id)  # an error state holds the job in the queue until someone deletes it
-                raise SGEJobError(self._failure_message(job_id, f"is in error state {state!r}"))
+                why = _error_reason(job_id)  # read before qdel makes it unreadable
+                self._give_up(job_id, f"is in error state {state!r}{why}; deleted it")
             if "d" not in state and not set(state) <= _RUNNING_LETTERS | _WAITING_LETTERS:
-                self.job_status = task_status.FAILED
-                _qdel(job_id)
-                raise SGEJobError(
-                    self._failure_message(job_id, f"is in state {state!r}, which this module does not know")
-                )
+                self._give_up(job_id, f"is in state {state!r}, which this module does not know; deleted it")
             # "d" (being deleted) waits too: the job leaves qstat, then fails for lack of a result
             self.job_status = task_status.RUNNING if set(state) & _RUNNING_LETTERS else task_status.PENDING
             time.sleep(self.poll_time)
+
+    def _give_up(self, job_id: int, what: str) -> NoReturn:
+        """Delete the job, which would otherwise stay in the queue, and fail the task saying ``what``."""
+        self.job_status = task_status.FAILED
+        _qdel(job_id)
+        raise SGEJobError(self._failure_message(job_id, what))
 
     def _qstat_state(self, job_id: int) -> str:
         result = subprocess.run(["qstat"], capture_output=True, text=True)

@@ -18,7 +18,13 @@ import pytest
 from helpers import gridengine
 from helpers.luigid import wait_until
 from helpers.outcomes import build_failing, start_luigi_command
-from helpers.sge_tasks import JOB_OUTPUT, FailsInTheJob, WritesInTheWorker, WritesWhereItRan
+from helpers.sge_tasks import (
+    JOB_OUTPUT,
+    FailsInTheJob,
+    JobDirectoryNodesCannotSee,
+    WritesInTheWorker,
+    WritesWhereItRan,
+)
 
 import luigi
 from luigi.contrib.sge import (
@@ -234,6 +240,20 @@ def test_a_failing_job_fails_the_task_with_the_jobs_error_output(shared: Path, t
     assert "ended without finishing work()" in message
     assert message.rstrip().endswith("RuntimeError: disk full on node seven")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_a_job_in_error_state_fails_the_task_with_grid_engines_reason_and_is_deleted(
+    shared: Path, tmp_path: Path
+) -> None:
+    task = JobDirectoryNodesCannotSee(path=str(tmp_path / "out.json"), shared_tmp_dir=str(shared), **FAST)
+
+    message = str(build_failing(task))
+
+    assert message.startswith("Grid Engine job ") and "is in error state 'Eqw'" in message
+    assert "(Grid Engine says: " in message and "can't open output file" in message
+    assert message.endswith("; deleted it; its stderr is empty")
+    assert gridengine.jobs_writing_under(tmp_path) == []  # deleted, not left in the queue
 
 
 @contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -69,3 +70,11 @@ class RunsUntilKilled(SGEJobTask):
         Path(self.started).write_text(str(os.getpid()))
         while not os.path.exists(self.path):  # never true: only qdel ends this job
             time.sleep(0.05)
+
+
+class JobDirectoryNodesCannotSee(WritesWhereItRan):
+    """Removes its job directory once written, as if ``shared_tmp_dir`` were not shared with the nodes."""
+
+    def _init_local(self) -> None:
+        super()._init_local()
+        shutil.rmtree(self.tmp_dir)
