@@ -41,7 +41,7 @@ gridengine-master gridengine/adminmail string none
 EOF
     apt-get update -qq
     # Their services are not started here (policy-rc.d refuses in containers): start_daemons does it.
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    DEBIAN_FRONTEND=noninteractive apt-get install -o DPkg::Lock::Timeout=300 -y -qq --no-install-recommends \
         gridengine-master gridengine-exec gridengine-client >/dev/null
 }
 
