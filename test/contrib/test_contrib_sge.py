@@ -185,8 +185,12 @@ def test_work_runs_as_a_grid_engine_job_and_its_output_is_collected(shared: Path
 
 
 @pytest.mark.slow
-def test_the_job_directory_is_removed_afterwards(shared: Path, tmp_path: Path) -> None:
-    task = WritesWhereItRan(path=str(tmp_path / "out.json"), shared_tmp_dir=str(shared), **FAST)
+def test_the_job_directory_is_removed_afterwards_and_no_tarball_is_accepted(
+    shared: Path, tmp_path: Path
+) -> None:
+    task = WritesWhereItRan(
+        path=str(tmp_path / "out.json"), shared_tmp_dir=str(shared), no_tarball=True, **FAST
+    )
 
     assert luigi.build([task], local_scheduler=True)
 
