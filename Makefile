@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
 DEMO_STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint venv clean browser services
+.PHONY: test demo lint venv clean browser services gridengine
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +36,11 @@ browser:
 services:
 	scripts/ensure-test-services.sh
 
-test: lint browser services
+# A one-node Grid Engine cell on this host for the luigi.contrib.sge tests (installed and started as root).
+gridengine:
+	scripts/ensure-gridengine.sh
+
+test: lint browser services gridengine
 	$(BIN)/pytest -n auto -q
 
 demo: $(DEMO_STAMP)

@@ -12,27 +12,30 @@ shell on the execution host, is built from ``shlex.quote``-d words.
 
 from __future__ import annotations
 
-import importlib
-import json
 import logging
 import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from types import FrameType
 from typing import Any
 
 import luigi
 from luigi import task_status
-from luigi.contrib.lsf_runner import JOB_FILE, JOB_FORMAT, RESULT_DONE, RESULT_FILE
+from luigi.contrib._job_dir import (
+    STDERR_FILE,
+    STDOUT_FILE,
+    TaskNotRebuildableError,
+    follow_job,
+    make_job_dir,
+    read_lines,
+    runner_reported_done,
+    serialized_params,
+    write_job_spec,
+)
+from luigi.contrib._job_dir import check_rebuildable as _check_rebuildable  # noqa: F401  (its old name)
 from luigi.target import FileSystemTarget
 from luigi.task import flatten
 
@@ -43,14 +46,11 @@ __all__ = [
     "LocalLSFJobTask",
     "TaskNotRebuildableError",
     "kill_job",
+    "serialized_params",
     "track_job",
 ]
 
 logger = logging.getLogger("luigi-interface")
-
-# What LSF writes into the job directory (-o and -e).
-STDOUT_FILE = "job.out"
-STDERR_FILE = "job.err"
 
 # bjobs states (LSF's ``bjobs`` reference) and what they mean for the task.
 _RUNNING_STATES = {"RUN": task_status.RUNNING}
@@ -66,10 +66,6 @@ class LSFJobError(RuntimeError):
 
 class BjobsFailedError(LSFJobError):
     """bjobs gave no state for a job (LSF's master unreachable, say)."""
-
-
-class TaskNotRebuildableError(ValueError):
-    """The task cannot be rebuilt in the LSF job from its module, family and parameters."""
 
 
 def track_job(job_id: int) -> str:
@@ -93,63 +89,6 @@ def _job_state(job_id: int) -> str:
 def kill_job(job_id: int) -> None:
     """Ask LSF to terminate the job (``bkill``)."""
     subprocess.run(["bkill", str(job_id)], capture_output=True)
-
-
-def serialized_params(task: luigi.Task) -> dict[str, str]:
-    """Every parameter value of ``task`` serialized, private and insignificant ones included."""
-    params = dict(task.get_params())
-    return {name: params[name].serialize(value) for name, value in task.param_kwargs.items()}
-
-
-def _check_rebuildable(task: luigi.Task, params: dict[str, str]) -> None:
-    """Raise TaskNotRebuildableError unless importing the module and parsing ``params`` gives ``task``."""
-    cls = type(task)
-    where = f"{task.task_family} (class {cls.__qualname__} in module {cls.__module__})"
-    if cls.__module__ == "__main__":
-        raise TaskNotRebuildableError(
-            f"{where} is defined in the script being run, which the LSF job cannot import: "
-            "move it into a module on the Python path"
-        )
-    found: Any = importlib.import_module(cls.__module__)
-    for part in cls.__qualname__.split("."):
-        found = getattr(found, part, None)
-    if found is not cls:
-        raise TaskNotRebuildableError(
-            f"{where} is not reachable by name from its module (defined inside a function?), so the LSF job "
-            "cannot import it: define it at the top level of a module"
-        )
-    rebuilt = cls.from_str_params(params).param_kwargs
-    changed = sorted(name for name, value in task.param_kwargs.items() if rebuilt.get(name) != value)
-    if changed:
-        raise TaskNotRebuildableError(
-            f"{where}: parameter(s) {', '.join(changed)} do not survive serialization, so the LSF job would "
-            "run a different task: use parameter types whose parse(serialize(value)) gives the value back"
-        )
-
-
-@contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """While active (main thread only), SIGTERM raises SystemExit(143): the job is killed on the way out."""
-
-    def raise_exit(signum: int, frame: FrameType | None) -> None:
-        raise SystemExit(128 + signum)
-
-    installed = threading.current_thread() is threading.main_thread()  # only there can handlers be set
-    previous = signal.signal(signal.SIGTERM, raise_exit) if installed else None
-    try:
-        yield
-    finally:
-        if installed:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def _read_lines(path: str, last: int | None = None) -> str:
-    """The file's text (its ``last`` lines when given); empty when it does not exist."""
-    try:
-        with open(path, errors="replace") as handle:
-            return "".join(handle.readlines()[-last:] if last else handle.readlines()).rstrip()
-    except FileNotFoundError:
-        return ""
 
 
 class LSFJobTask(luigi.Task):
@@ -182,27 +121,15 @@ class LSFJobTask(luigi.Task):
 
     def fetch_task_failures(self) -> str:
         """The job's stderr."""
-        return _read_lines(os.path.join(self.tmp_dir, STDERR_FILE))
+        return read_lines(os.path.join(self.tmp_dir, STDERR_FILE))
 
     def fetch_task_output(self) -> str:
         """The job's stdout."""
-        return _read_lines(os.path.join(self.tmp_dir, STDOUT_FILE))
+        return read_lines(os.path.join(self.tmp_dir, STDOUT_FILE))
 
     def _init_local(self) -> None:
-        params = serialized_params(self)
-        _check_rebuildable(self, params)
-        prefix = re.sub(r"[^A-Za-z0-9_.-]", "_", self.task_id)[:100] + "-"
-        self.tmp_dir = tempfile.mkdtemp(prefix=prefix, dir=self.shared_tmp_dir)  # private: 0700
-        spec = {
-            "format": JOB_FORMAT,
-            "module": type(self).__module__,
-            "family": self.task_family,
-            "params": params,
-            "cwd": os.getcwd(),
-            "sys_path": [os.path.abspath(entry or os.curdir) for entry in sys.path],
-        }
-        with open(os.path.join(self.tmp_dir, JOB_FILE), "w") as handle:
-            json.dump(spec, handle)
+        self.tmp_dir = make_job_dir(self, self.shared_tmp_dir)
+        write_job_spec(self, self.tmp_dir)
         self.init_local()
 
     def _bsub_command(self) -> list[str]:
@@ -237,13 +164,7 @@ class LSFJobTask(luigi.Task):
 
     def _run_job(self) -> None:
         try:
-            job_id = self._submit()
-            try:
-                with _sigterm_raises():
-                    self._track_job(job_id)
-            finally:
-                if self.job_status not in (task_status.DONE, task_status.FAILED):
-                    kill_job(job_id)  # the worker is stopping (or tracking broke): the job must not run on
+            follow_job(self._submit(), self._track_job, kill_job, lambda: self.job_status)
         finally:
             self._finish()
 
@@ -255,7 +176,7 @@ class LSFJobTask(luigi.Task):
                 self.job_status = _RUNNING_STATES.get(state, task_status.PENDING)
                 time.sleep(self.poll_time)
                 continue
-            if state == "DONE" or (state == "" and self._runner_reported_done()):
+            if state == "DONE" or (state == "" and runner_reported_done(self.tmp_dir)):
                 self.job_status = task_status.DONE
                 return
             self.job_status = task_status.FAILED
@@ -277,10 +198,6 @@ class LSFJobTask(luigi.Task):
             f"which is killed; last: {last_error}"
         )
 
-    def _runner_reported_done(self) -> bool:
-        """Whether the runner finished ``work()``: the answer once LSF has forgotten the job."""
-        return _read_lines(os.path.join(self.tmp_dir, RESULT_FILE)) == RESULT_DONE
-
     def _failure_message(self, job_id: int, state: str) -> str:
         if state == "EXIT":
             what = f"LSF job {job_id} for {self.task_id} exited (EXIT) before finishing work()"
@@ -290,7 +207,7 @@ class LSFJobTask(luigi.Task):
             what = (
                 f"LSF job {job_id} for {self.task_id} is in state {state!r}, which this module does not know"
             )
-        errors = _read_lines(os.path.join(self.tmp_dir, STDERR_FILE), last=_ERROR_TAIL_LINES)
+        errors = read_lines(os.path.join(self.tmp_dir, STDERR_FILE), last=_ERROR_TAIL_LINES)
         return f"{what}; its stderr:\n{errors}" if errors else f"{what}; its stderr is empty"
 
     def _finish(self) -> None:

@@ -20,13 +20,13 @@ import pytest
 from helpers import lsf_standin
 from helpers.lsf_tasks import FailsInTheJob, RunsUntilKilled, WritesInTheWorker, WritesWhereItRan
 from helpers.luigid import wait_until
+from helpers.outcomes import start_luigi_command
 
 import luigi
 from luigi.contrib.lsf import LSFJobTask, TaskNotRebuildableError
 from luigi.contrib.lsf_runner import main as runner_main
 from luigi.event import Event
 
-TEST_DIR = Path(__file__).resolve().parents[1]
 FAST = {"poll_time": 0.01}
 
 
@@ -78,17 +78,12 @@ def failures(events: Any) -> Callable[[], list[str]]:
     return lambda: [str(args[1]) for _, args in seen]
 
 
-def start_luigi_command(output: Path, started: Path, shared: Path) -> subprocess.Popen[str]:
+def start_runs_until_killed(output: Path, started: Path, shared: Path) -> subprocess.Popen[str]:
     """``luigi --module helpers.lsf_tasks RunsUntilKilled ...`` as a user types it; a failed task exits 5."""
-    command = [
-        sys.executable, "-m", "luigi", "--module", "helpers.lsf_tasks", "RunsUntilKilled",
-        "--local-scheduler", "--path", str(output), "--started", str(started),
+    return start_luigi_command(
+        "helpers.lsf_tasks", "RunsUntilKilled", "--path", str(output), "--started", str(started),
         "--shared-tmp-dir", str(shared), "--poll-time", "0.01", "--retcode-task-failed", "5",
-    ]  # fmt: skip
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), str(TEST_DIR)])}
-    return subprocess.Popen(
-        command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    )  # fmt: skip
 
 
 def test_work_runs_in_the_lsf_job_and_the_task_completes(lsf: StandIn, shared: Path, tmp_path: Path) -> None:
@@ -150,7 +145,7 @@ def test_a_failing_job_fails_the_task_with_the_jobs_error_output(
 
 def test_a_job_killed_with_bkill_fails_the_task(lsf: StandIn, shared: Path, tmp_path: Path) -> None:
     started = tmp_path / "started"
-    with start_luigi_command(tmp_path / "out", started, shared) as run:
+    with start_runs_until_killed(tmp_path / "out", started, shared) as run:
         try:
             wait_until(started.exists, timeout=30, what="the job to start work()")
             assert lsf.states() == {"101": "RUN"}
@@ -171,7 +166,7 @@ def test_a_worker_stopped_while_the_job_runs_kills_the_job(
     lsf: StandIn, shared: Path, tmp_path: Path
 ) -> None:
     started = tmp_path / "started"
-    with start_luigi_command(tmp_path / "out", started, shared) as run:
+    with start_runs_until_killed(tmp_path / "out", started, shared) as run:
         try:
             wait_until(started.exists, timeout=30, what="the job to start work()")
             run.terminate()

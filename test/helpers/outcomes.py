@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -12,7 +13,9 @@ from typing import Any
 import luigi
 from luigi.event import Event
 
-__all__ = ["build_failing", "meanwhile", "printed_without"]
+__all__ = ["build_failing", "meanwhile", "printed_without", "start_luigi_command"]
+
+TEST_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def build_failing(task: luigi.Task) -> BaseException:
@@ -40,3 +43,13 @@ def printed_without(module: str, code: str) -> str:
     blocked = f"import sys; sys.modules[{module!r}] = None\n"
     run = subprocess.run([sys.executable, "-c", blocked + code], capture_output=True, text=True, check=True)
     return run.stdout.strip()
+
+
+def start_luigi_command(module: str, task: str, *args: str) -> subprocess.Popen[str]:
+    """``luigi --module <module> <task> --local-scheduler <args>`` as a user types it, from this directory
+    with ``test/`` importable (so ``helpers.*`` task modules load); both output streams on its stdout."""
+    command = [sys.executable, "-m", "luigi", "--module", module, task, "--local-scheduler", *args]
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), TEST_DIR])}
+    return subprocess.Popen(
+        command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
