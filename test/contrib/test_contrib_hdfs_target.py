@@ -238,12 +238,14 @@ def test_a_temporary_target_is_removed_when_collected(cluster: HdfsCluster):
     assert not local.exists()
 
 
-def test_a_target_pickles_with_its_format(cluster: HdfsCluster):
-    target = HdfsTarget("/out/pickled.txt", format=Plain)
-    again = pickle.loads(pickle.dumps(target))
-    with again.open("w") as out:
-        out.write(b"after pickling\n")
-    assert cluster.local("/out/pickled.txt").read_bytes() == b"after pickling\n"
+def test_a_target_pickles_with_its_format_and_client(cluster: HdfsCluster):
+    for path, fmt, data in (("/out/text.txt", None, "text\n"), ("/out/plain.bin", Plain, b"bytes\n")):
+        again = pickle.loads(pickle.dumps(HdfsTarget(path, format=fmt)))
+        with again.open("w") as out:
+            out.write(data)
+        assert again.exists()
+    assert cluster.local("/out/text.txt").read_bytes() == b"text\n"
+    assert cluster.local("/out/plain.bin").read_bytes() == b"bytes\n"
 
 
 def test_is_writable_probes_the_nearest_existing_directory(cluster: HdfsCluster):

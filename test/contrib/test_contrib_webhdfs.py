@@ -13,7 +13,7 @@ import socket
 import pytest
 
 import luigi
-from luigi.contrib.hdfs import WebHdfsClient
+from luigi.contrib.hdfs import HdfsTarget, WebHdfsClient
 from luigi.contrib.optional import MissingExtraError
 from luigi.contrib.webhdfs import WebHdfsTarget
 from luigi.target import FileAlreadyExists
@@ -172,3 +172,17 @@ def test_writing_over_an_existing_webhdfs_file_is_refused(namenode: WebHdfsStand
     with pytest.raises(FileAlreadyExists, match="remove it before writing"):
         with WebHdfsTarget("/reports/today.txt").open("w") as out:
             out.write("again\n")
+
+
+def test_an_hdfs_target_without_the_hadoop_command_says_it_needs_it_even_with_webhdfs(
+    namenode: WebHdfsStandIn,
+):
+    config = luigi.configuration.get_config()
+    config.set("hdfs", "client", "webhdfs")
+    config.set("hadoopcli", "command", "no-such-hadoop")
+
+    with pytest.raises(
+        FileNotFoundError, match=r"'no-such-hadoop'.*whichever \[hdfs\] client.*WebHdfsTarget"
+    ):
+        HdfsTarget("/reports/x.txt").open("w")
+    assert not WebHdfsClient().exists("/reports/x.txt")

@@ -7,9 +7,10 @@ The renames and removals go through the configured client (``[hdfs] client``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from luigi.contrib.hdfs import clients as hdfs_clients
@@ -39,11 +40,26 @@ class HdfsAtomicWriteError(IOError):
     """The finished temporary file could not be put in place of the target."""
 
 
+@contextlib.contextmanager
+def _starting_hadoop() -> Iterator[None]:
+    """Name the setting and the alternative when the ``hadoop`` command a pipe runs is missing."""
+    try:
+        yield
+    except FileNotFoundError as err:
+        raise FileNotFoundError(
+            err.errno,
+            f"Cannot run {hdfs_config.load_hadoop_cmd()[0]!r}: HdfsTarget streams data through the hadoop "
+            "command whichever [hdfs] client is set; install the Hadoop client or set [hadoop] command "
+            "(luigi.contrib.webhdfs.WebHdfsTarget needs only WebHDFS)",
+        ) from err
+
+
 class HdfsReadPipe(InputPipeProcessWrapper):
     """The bytes of an HDFS path (globs allowed), read from ``hadoop fs -cat``."""
 
     def __init__(self, path: str) -> None:
-        super().__init__([*hdfs_config.load_hadoop_cmd(), "fs", "-cat", path])
+        with _starting_hadoop():
+            super().__init__([*hdfs_config.load_hadoop_cmd(), "fs", "-cat", path])
 
 
 def _remove_quietly(paths: list[str], recursive: bool = True) -> None:
@@ -68,7 +84,8 @@ class HdfsAtomicWritePipe(OutputPipeProcessWrapper):
         self.path = path
         self.tmppath = hdfs_config.tmppath(self.path)
         hdfs_clients.mkdir(os.path.dirname(self.tmppath), parents=True, raise_if_exists=False)
-        super().__init__([*hdfs_config.load_hadoop_cmd(), "fs", "-put", "-", self.tmppath])
+        with _starting_hadoop():
+            super().__init__([*hdfs_config.load_hadoop_cmd(), "fs", "-put", "-", self.tmppath])
 
     def abort(self) -> None:
         """Stop the upload and remove the temporary file (and ``-put``'s unfinished copy of it)."""
@@ -102,7 +119,8 @@ class HdfsAtomicWriteDirPipe(OutputPipeProcessWrapper):
         self.tmppath = hdfs_config.tmppath(self.path)
         self.datapath = f"{self.tmppath}/data{data_extension}"
         hdfs_clients.mkdir(self.tmppath, parents=True, raise_if_exists=False)
-        super().__init__([*hdfs_config.load_hadoop_cmd(), "fs", "-put", "-", self.datapath])
+        with _starting_hadoop():
+            super().__init__([*hdfs_config.load_hadoop_cmd(), "fs", "-put", "-", self.datapath])
 
     def abort(self) -> None:
         """Stop the upload and remove the temporary directory."""
