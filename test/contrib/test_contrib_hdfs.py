@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import re
+import subprocess
 import threading
 
 import pytest
@@ -293,3 +294,19 @@ def test_an_old_style_format_is_adapted_with_a_deprecation_warning():
         target = HdfsTarget("/old", format=OldFormat())
     assert target.open("w") == "writer for /old"
     assert target.open("r") == "reader for /old"
+
+
+def test_the_standin_answers_with_hadoops_exit_codes_and_formats(cli: HadoopCli):
+    """The stand-in itself, against FsShell's documented behaviour, so the tests above mean what they say."""
+
+    def hadoop(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(cli.command), "fs", *args], capture_output=True, text=True, check=False)
+
+    assert hadoop("-test", "-e", "/none").returncode == 1
+    assert hadoop("-frobnicate").returncode == 255
+    assert hadoop("-mkdir", "/a/b").stderr == "mkdir: `/a/b': No such file or directory\n"
+    assert hadoop("-mkdir", "-p", "/a/b").returncode == 0
+    listing = hadoop("-ls", "/a").stdout.splitlines()
+    assert listing[0] == "Found 1 items"
+    assert re.fullmatch(r"drwxr-xr-x\s+- \S+\s+supergroup\s+0 \d{4}-\d\d-\d\d \d\d:\d\d /a/b", listing[1])
+    assert hadoop("-count", "/a").stdout == f"{2:>12} {0:>12} {0:>18} /a\n"

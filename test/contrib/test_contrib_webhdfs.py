@@ -186,3 +186,26 @@ def test_an_hdfs_target_without_the_hadoop_command_says_it_needs_it_even_with_we
     ):
         HdfsTarget("/reports/x.txt").open("w")
     assert not WebHdfsClient().exists("/reports/x.txt")
+
+
+def test_the_standin_speaks_webhdfs_two_step_create_and_its_error_shapes(namenode: WebHdfsStandIn):
+    """The stand-in itself, against Hadoop's documented exchanges, so the tests above mean what they say."""
+    base = f"{namenode.url}/webhdfs/v1"
+    step_one = requests.put(f"{base}/f.txt?op=CREATE&user.name=etl", allow_redirects=False, timeout=10)
+    assert step_one.status_code == 307 and not os.path.exists(os.path.join(namenode.root, "f.txt"))
+    step_two = requests.put(step_one.headers["Location"], data=b"payload", timeout=10)
+    assert step_two.status_code == 201
+
+    status = requests.get(f"{base}/f.txt?op=GETFILESTATUS", timeout=10).json()["FileStatus"]
+    assert (status["type"], status["length"], status["pathSuffix"]) == ("FILE", 7, "")
+    assert requests.get(f"{base}/f.txt?op=OPEN&offset=3&length=2", timeout=10).content == b"lo"
+    missing = requests.get(f"{base}/none?op=GETFILESTATUS", timeout=10)
+    assert missing.status_code == 404
+    assert missing.json() == {
+        "RemoteException": {
+            "exception": "FileNotFoundException",
+            "javaClassName": "java.io.FileNotFoundException",
+            "message": "File does not exist: /none",
+        }
+    }
+    assert requests.delete(f"{base}/none?op=DELETE", timeout=10).json() == {"boolean": False}
