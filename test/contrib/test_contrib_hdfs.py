@@ -235,6 +235,16 @@ def test_the_older_dialects_use_their_own_commands(cli: HadoopCli):
     assert not apache1.exists("/old")
 
 
+def test_glob_exists_counts_what_a_hadoop_glob_matches(cli: HadoopCli):
+    # The hadoop fs client only: WebHDFS has no globs.
+    for part in ("part-00000", "part-00001", "_SUCCESS"):
+        HdfsTarget(f"/job/{part}")._touchz()
+
+    assert HdfsTarget("/job/part-0000*").glob_exists(2)
+    assert not HdfsTarget("/job/part-0000*").glob_exists(3)
+    assert HdfsTarget("/job/{part-00000,_SUCCESS}").glob_exists(2)
+
+
 def test_an_unknown_namenode_host_is_an_error_not_a_missing_file(cli: HadoopCli):
     with pytest.raises(HDFSCliError, match="UnknownHostException: doesnotexist"):
         HdfsClient().exists("hdfs://doesnotexist/foo")

@@ -194,16 +194,6 @@ def test_rename_dont_move_refuses_an_existing_destination(cluster: HdfsCluster):
         client.rename_dont_move("/out/a.txt", "/out/b.txt")
 
 
-def test_globs_count_part_files(cluster: HdfsCluster):
-    if cluster.client == "webhdfs":
-        pytest.skip("WebHDFS has no globs: listdir lists one directory")
-    for part in ("part-00000", "part-00001", "_SUCCESS"):
-        HdfsTarget(f"/job/{part}")._touchz()
-
-    assert HdfsTarget("/job/part-0000*").glob_exists(2)
-    assert not HdfsTarget("/job/part-0000*").glob_exists(3)
-
-
 def test_a_directory_of_parts_is_read_without_its_underscore_files(cluster: HdfsCluster):
     for part, text in (("part-00000", "one\n"), ("part-00001", "two\n"), ("_SUCCESS", "")):
         with HdfsTarget(f"/job/{part}").open("w") as out:
