@@ -166,6 +166,12 @@ def test_a_failing_task_leaves_no_webhdfs_output(namenode: WebHdfsStandIn):
     assert not WebHdfsClient().exists("/tmp")  # nothing was uploaded at all
 
 
+def test_reading_a_missing_webhdfs_file_says_it_does_not_exist(namenode: WebHdfsStandIn):
+    with pytest.raises(hdfs_library.util.HdfsError, match="File does not exist: /reports/none.txt"):
+        with WebHdfsTarget("/reports/none.txt").open("r") as back:
+            back.read()
+
+
 def test_writing_over_an_existing_webhdfs_file_is_refused(namenode: WebHdfsStandIn):
     WebHdfsClient().touchz("/reports/today.txt")
 
