@@ -133,12 +133,13 @@ class HdfsClient(hdfs_abstract_client.HdfsFileSystem):
 
     def count(self, path: str) -> dict[str, str]:
         """``hadoop fs -count``: ``{"content_size", "dir_count", "file_count"}``, as printed (strings)."""
-        stdout = self.call_check([*hdfs_config.load_hadoop_cmd(), "fs", "-count", path])
+        command = [*hdfs_config.load_hadoop_cmd(), "fs", "-count", path]
+        stdout = self.call_check(command)
         for line in stdout.split("\n"):
             if _is_output(line.strip()):
                 dir_count, file_count, content_size = line.split()[:3]
                 return {"content_size": content_size, "dir_count": dir_count, "file_count": file_count}
-        raise hdfs_error.HDFSCliError(["fs", "-count", path], 0, stdout, "no count in the output")
+        raise hdfs_error.HDFSCliError(command, 0, stdout, "the command printed no count")
 
     def copy(self, path: str, destination: str) -> None:
         """``hadoop fs -cp path destination``."""
