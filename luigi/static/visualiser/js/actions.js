@@ -37,7 +37,7 @@ export function makeActions({ api, notify, refresh }) {
 
     forgiveAll: (tasks) => perform({
       title: 'Forgive all failed tasks',
-      body: [el('p', { text: `Set ${format.counted(tasks.length, 'failed task')} of this list back to PENDING so that workers try them again:` }),
+      body: [el('p', { text: `Set ${format.counted(tasks.length, 'failed task')} of this list back to PENDING so that workers try ${tasks.length === 1 ? 'it' : 'them'} again:` }),
         taskList(tasks)],
       confirmLabel: `Forgive ${format.counted(tasks.length, 'task')}`,
       call: () => forgiveEach(api, tasks.map((t) => t.task_id)),
