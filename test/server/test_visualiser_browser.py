@@ -801,3 +801,22 @@ def test_an_upstream_card_lists_the_pending_tasks_blocked_that_way(page, site):
     page.wait_for_function(f"() => document.querySelectorAll('.task-row').length == {len(expected)}")
     shown = {row.get_attribute("data-task-id") for row in page.locator(".task-row").all()}
     assert shown == expected
+
+
+def test_forgive_all_reaches_failed_tasks_on_every_page_of_a_long_list(page):
+    """1,234 failures: past one task_page (1,000) of the collection and many requests of forgive calls."""
+    scheduler = Scheduler(SchedulerConfig(record_task_history=False, retry_delay=3600))
+    failed = [f"Flaky_{n}" for n in range(1234)]
+    for task_id in failed:
+        scheduler.add_task(worker="big", task_id=task_id, family="Flaky", params={"n": task_id[6:]})
+        scheduler.add_task(worker="big", task_id=task_id, status="FAILED", expl='"flaky"')
+    scheduler.add_task(worker="big", task_id="Steady", family="Steady", status="FAILED", expl='"no"')
+    with serving_in_thread(scheduler, ServerSettings()) as server:
+        open_view(page, server.base_url(), "#tab=tasks&family=Flaky")
+        page.locator("#forgive-all").click()
+        dialog = page.locator("dialog.modal[open]")
+        assert "1,234 failed tasks" in dialog.inner_text() and "…and 1,226 more" in dialog.inner_text()
+        confirm(page, "Forgive 1,234 tasks")
+        page.wait_for_selector(".notice-success >> text=1,234 tasks now PENDING")
+    assert set(scheduler.task_list(status="PENDING")) == set(failed)
+    assert list(scheduler.task_list(status="FAILED")) == ["Steady"]  # another family: not on the list
