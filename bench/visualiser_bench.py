@@ -315,6 +315,7 @@ DEMO_DAYS = [f"2024-05-{d:02d}" for d in range(1, 15)]
 DEMO_SOURCES = ("orders", "users", "clicks", "payments")
 DEMO_REGIONS = ("eu", "us", "apac")
 DEMO_ROOT = f"NightlyWarehouse(date={DEMO_DAYS[-1]})"
+DEMO_MODULE = "pipelines.warehouse"
 DEMO_HOSTS = (("etl-01", 4711, 4, 21873), ("etl-02", 815, 2, 9920), ("gpu-01", 42, 1, 3310))
 DEMO_WORKERS = {
     name: f"Worker(salt={salt}, workers={n}, host={name}.example.com, username=etl, pid={pid})"
@@ -364,6 +365,7 @@ def demo_scheduler() -> Any:
                     worker=planner,
                     task_id=raw,
                     family="RawDump",
+                    module=DEMO_MODULE,
                     params=params,
                     status="DONE",
                     runnable=False,
@@ -373,6 +375,7 @@ def demo_scheduler() -> Any:
                     worker=planner,
                     task_id=fetch,
                     family="Fetch",
+                    module=DEMO_MODULE,
                     params=params,
                     deps=[raw],
                     resources={"api_quota": 2},
@@ -386,6 +389,7 @@ def demo_scheduler() -> Any:
                     worker=planner,
                     task_id=clean,
                     family="Clean",
+                    module=DEMO_MODULE,
                     params=params,
                     deps=[fetch],
                     resources={"db": 1},
@@ -398,6 +402,7 @@ def demo_scheduler() -> Any:
                 worker=planner,
                 task_id=aggregate,
                 family="Aggregate",
+                module=DEMO_MODULE,
                 params={"date": date, "region": region},
                 deps=cleans,
                 status="DONE" if finished else "PENDING",
@@ -409,6 +414,7 @@ def demo_scheduler() -> Any:
             worker=planner,
             task_id=report,
             family="DailyReport",
+            module=DEMO_MODULE,
             params={"date": date, "format": "html"},
             deps=regions,
             status="DONE" if finished else "PENDING",
@@ -420,6 +426,7 @@ def demo_scheduler() -> Any:
         worker=planner,
         task_id=DEMO_ROOT,
         family="NightlyWarehouse",
+        module=DEMO_MODULE,
         params={"date": DEMO_DAYS[-1]},
         deps=days,
         runnable=False,
@@ -468,25 +475,29 @@ def _demo_activity(sch: Any, clock: ShiftedClock) -> None:
         sch.ping(worker=worker)
 
 
+# (file, address, what shows when it is drawn, a row to hover so its actions show (or None)).
 SCREENSHOTS = (
-    ("visualiser-tasks.png", "#tab=tasks", ".task-row"),
+    ("visualiser-tasks.png", "#tab=tasks", ".task-row", ".task-row:has(.badge.st-FAILED)"),
     (
         "visualiser-task-detail.png",
         f"#tab=tasks&status=FAILED&detail={quote('Clean(date=2024-05-11, source=payments)')}",
         "#task-detail .traceback",
+        None,
     ),
     (
         "visualiser-graph.png",
         f"#tab=graph&taskId={quote('DailyReport(date=2024-05-12)')}&hideDone=0&invert=0",
         ".graph-view[data-state=ready]",
+        None,
     ),
-    ("visualiser-workers.png", "#tab=workers", ".worker-card"),
-    ("visualiser-resources.png", "#tab=resource", ".resource-table"),
+    ("visualiser-workers.png", "#tab=workers", ".worker-card", None),
+    ("visualiser-resources.png", "#tab=resource", ".resource-table", None),
 )
 
 
-def take_screenshots(directory: Path) -> None:
-    """Serve the demo scheduler in this process and save a screenshot of every view in ``directory``."""
+def take_screenshots(directory: Path, only: list[str] | None = None) -> None:
+    """Serve the demo scheduler in this process and save a screenshot of every view (or those named
+    in ``only``) in ``directory``."""
     from luigi.server import SchedulerServer, ServerSettings
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -497,10 +508,14 @@ def take_screenshots(directory: Path) -> None:
     server.ready.wait(30)
     try:
         with chromium() as browser:
-            for name, fragment, ready in SCREENSHOTS:
+            for name, fragment, ready, hover in SCREENSHOTS:
+                if only and name not in only:
+                    continue
                 page = new_page(browser, refresh_seconds=300)
                 page.goto(f"{server.base_url()}{VISUALISER}{fragment}")
                 page.wait_for_selector(ready)
+                if hover:
+                    page.locator(hover).first.hover()
                 page.wait_for_timeout(400)  # let the counts settle
                 page.screenshot(path=str(directory / name))
                 page.context.close()
@@ -527,12 +542,15 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--screenshots", type=Path, help="instead, save a screenshot of every view here")
+    parser.add_argument(
+        "--only", nargs="+", metavar="FILE", help="with --screenshots: only these (visualiser-tasks.png ...)"
+    )
     args = parser.parse_args(argv)
     if args.mode == "_serve":
         serve(args.tasks, 0)
         return
     if args.screenshots is not None:
-        take_screenshots(args.screenshots)
+        take_screenshots(args.screenshots, args.only)
         return
     results = measure(args.tasks, args.pages, args.seconds, args.refresh)
     report(results)

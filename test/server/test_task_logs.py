@@ -113,6 +113,27 @@ PIPELINE = textwrap.dedent(
                 time.sleep(0.05)
             print("after-go-marker", flush=True)
             self.output().open("w").close()
+
+
+    class Chatters(luigi.Task):
+        """Prints a line every 20 ms and reports how far it got, until the file ``go`` exists."""
+
+        root = luigi.Parameter()
+
+        def output(self):
+            return luigi.LocalTarget(os.path.join(self.root, "chatted"))
+
+        def run(self):
+            go = os.path.join(self.root, "go")
+            give_up = time.monotonic() + 120
+            line = 0
+            while not os.path.exists(go) and time.monotonic() < give_up:
+                line += 1
+                print(f"chatter line {line:05d}", flush=True)
+                if line % 10 == 0:  # the detail panel shows it: each report redraws the panel
+                    self.set_status_message(f"{line} lines")
+                time.sleep(0.02)
+            self.output().open("w").close()
     '''
 )
 
@@ -270,6 +291,59 @@ def test_the_log_of_a_running_task_can_be_followed_from_the_offset_it_reached(tm
         )
         finished(run)
     assert "after-go-marker" in rest["chunk"] and "before-go-marker" not in rest["chunk"]
+
+
+LOG_SCROLL = """() => {
+    const log = document.querySelector('#task-log .task-log');
+    return {top: log.scrollTop, bottom: log.scrollHeight - log.clientHeight, chars: log.textContent.length};
+}"""
+REDRAWN_AND_GROWN = """chars => !window.panelBefore.isConnected
+    && document.querySelector('#task-log .task-log').textContent.length > chars"""
+
+
+def redraw_and_grow(page) -> dict:
+    """Wait until the detail panel was redrawn by a refresh and the log grew after that; its scroll then."""
+    page.evaluate("() => { window.panelBefore = document.querySelector('#task-detail .detail-title'); }")
+    page.wait_for_function("() => !window.panelBefore.isConnected")
+    grown_from = page.evaluate(LOG_SCROLL)["chars"]
+    page.wait_for_function(REDRAWN_AND_GROWN, arg=grown_from)
+    return page.evaluate(LOG_SCROLL)
+
+
+def test_the_live_log_keeps_following_its_tail_across_refreshes_until_the_user_scrolls_up(
+    tmp_path: Path,
+) -> None:
+    with running_luigid(tmp_path) as luigid:
+        run = run_pipeline(luigid, tmp_path, "Chatters", config="[worker]\nping_interval = 0.1\n")
+        try:
+            task_id = wait_until(lambda: _task_id_or_none(luigid, "Chatters"), what="the task to be known")
+            with browser() as chromium, checked_page(chromium) as page:
+                open_view(page, luigid.url.rstrip("/"), f"#tab=tasks&detail={quote(task_id)}")
+                page.wait_for_function(
+                    "() => { const log = document.querySelector('#task-log .task-log');"
+                    " return log.scrollHeight > 2 * log.clientHeight && log.clientHeight > 0; }"
+                )
+                for _ in range(2):  # every refresh that redraws the panel
+                    scroll = redraw_and_grow(page)
+                    assert scroll["top"] >= scroll["bottom"] - 4, scroll  # still at the tail
+                page.locator("#task-log .task-log").hover()
+                page.mouse.wheel(0, -300)
+                page.wait_for_function(
+                    "() => { const log = document.querySelector('#task-log .task-log');"
+                    " return log.scrollTop < log.scrollHeight - log.clientHeight - 100; }"
+                )
+                left_at = page.evaluate(LOG_SCROLL)["top"]
+                for _ in range(2):
+                    scroll = redraw_and_grow(page)
+                    # Where the user left it: neither the tail nor the top.
+                    assert scroll["top"] == left_at, scroll
+                page.mouse.wheel(0, 100_000)  # back at the tail: following again
+                scroll = redraw_and_grow(page)
+                assert scroll["top"] >= scroll["bottom"] - 4, scroll
+        finally:
+            (tmp_path / "out").mkdir(exist_ok=True)
+            (tmp_path / "out" / "go").touch()
+            finished(run)
 
 
 def test_a_run_whose_worker_was_killed_has_ended_without_its_last_output(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ test compares what the page shows, or what its actions did, with the JSON API.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -107,7 +108,7 @@ PIPELINE = (
 
 
     class Retried(luigi.Task):
-        """Fails; may be retried three times (not part of All: only the retry test runs it)."""
+        """Fails; may be retried three times."""
 
         retry_count = 3
 
@@ -124,10 +125,13 @@ PIPELINE = (
         retry_count = 999999999
 
 
-    class Retrying(luigi.WrapperTask):
+    class Troubled(luigi.WrapperTask):
+        """Two failed tasks and a disabled one (not part of All: the tests that change them run it)."""
+
         def requires(self):
             yield Retried()
             yield Unlimited()
+            yield Fragile()
 
 
     class Listener(luigi.Task):
@@ -313,12 +317,76 @@ def test_the_detail_of_a_failed_task_shows_its_traceback_as_text(page, site):
     traceback = page.locator("#task-detail .traceback")
     text = traceback.inner_text()
     assert "ValueError: <b>bad</b> row in 2024-05-05" in text
-    assert "\nTraceback (most recent call last):\n  File " in text  # decoded: real line breaks
+    assert "\nTraceback (most recent call last):\n" in text and "\n  File " in text  # decoded: line breaks
     assert "\\n" not in text and not text.startswith('"')
     assert traceback.locator("b").count() == 0
     assert page.locator("#task-detail .kv").inner_text().split() == ["day", "2024-05-05"]
     upstream = page.locator("#task-detail .neighbours").first.inner_text()
     assert "Extract(day=2024-05-05)" in upstream
+
+
+def test_the_detail_shows_the_exception_line_above_the_actions(page, site):
+    open_detail(page, site, site.task_id("Load(day=2024-05-05)"))
+    headline = page.locator("#task-detail .error-headline")
+    assert headline.inner_text() == "ValueError: <b>bad</b> row in 2024-05-05"
+    actions = page.locator("#task-detail .detail-actions")
+    assert headline.bounding_box()["y"] < actions.bounding_box()["y"]
+    assert headline.locator("b").count() == 0
+
+
+def test_the_frameworks_frames_are_folded_until_asked_for(page, site):
+    open_detail(page, site, site.task_id("Load(day=2024-05-05)"))
+    traceback = page.locator("#task-detail .traceback")
+    folded = traceback.inner_text()
+    assert 'vis_pipeline.py", line' in folded  # the task's own frame stays
+    assert "luigi/worker/" not in folded
+    assert re.search(r"… \d+ framework frames? folded", folded)
+    page.locator("#task-detail .frames-toggle").click()
+    shown = traceback.inner_text()
+    assert "luigi/worker/" in shown and "folded" not in shown
+    assert shown.count("\n  File ") > folded.count("\n  File ")
+    page.locator("#task-detail .frames-toggle", has_text="Fold").wait_for()
+
+
+def test_the_traceback_box_grows_with_the_traceback(page, site):
+    open_detail(page, site, site.task_id("Load(day=2024-05-05)"))
+    page.locator("#task-detail .frames-toggle").click()
+    box = page.locator("#task-detail .traceback")
+    client, scroll = box.evaluate("el => [el.clientHeight, el.scrollHeight]")
+    assert client == scroll  # all of it in view: no scroll bar of its own
+    assert client > 200
+
+
+def test_the_command_to_re_run_a_task_runs_that_task_with_its_parameters(page, site):
+    task_id = site.task_id(f"Payload(name={SCRIPT_PAYLOAD})")
+    open_detail(page, site, task_id)
+    command = page.locator("#task-detail .rerun-command").inner_text()
+    assert command.startswith("luigi --module vis_pipeline Payload --name ")
+    env = luigid_env(site.workdir, CLIENT_CONFIG)
+    env.update(
+        VIS_OUT=str(site.workdir / "out"), PYTHONPATH=str(site.workdir), PATH=f"{LUIGI.parent}:{env['PATH']}"
+    )
+    ran = subprocess.run(
+        ["/bin/sh", "-c", f"{command} --local-scheduler"],
+        cwd=site.workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    # The shell gave luigi the parameter's exact value: the task is the one the scheduler knows, done.
+    assert ran.returncode == 0, ran.stderr
+    assert f"Payload(name={SCRIPT_PAYLOAD})" in ran.stdout + ran.stderr
+
+
+def test_the_copy_button_puts_the_command_to_re_run_on_the_clipboard(chromium, site):
+    with checked_page(chromium, permissions=["clipboard-read", "clipboard-write"]) as page:
+        open_detail(page, site, site.task_id("Load(day=2024-05-05)"))
+        page.locator("#task-detail .copy-command").click()
+        page.wait_for_selector(".notice-success >> text=Command copied")
+        copied = page.evaluate("() => navigator.clipboard.readText()")
+    assert copied == "luigi --module vis_pipeline Load --day 2024-05-05"
 
 
 def test_the_detail_of_a_running_task_shows_progress_and_status_message(page, site):
@@ -371,6 +439,82 @@ def test_re_enable_turns_a_disabled_task_into_a_failed_one(page, site):
     page.locator("#task-detail button", has_text="Re-enable").click()
     confirm(page, "Re-enable")
     wait_until(lambda: site.status(task_id) == "FAILED", what="the task to be re-enabled")
+
+
+def test_narrow_windows_with_the_detail_open_keep_family_and_parameters_readable(chromium, site):
+    load = site.task_id("Load(day=2024-05-05)")
+    with checked_page(chromium, viewport={"width": 1280, "height": 800}) as page:
+        open_detail(page, site, load)
+        row = page.locator(f'.task-row[data-task-id="{load}"]')
+        row.wait_for()
+        family = row.locator(".col-family")
+        params = row.locator(".col-params .params")
+        assert family.evaluate("el => el.scrollWidth <= el.clientWidth") and family.inner_text() == "Load"
+        # The whole "day=2024-05-05" fits: the parameters are not cut to nothing.
+        assert params.evaluate("el => el.scrollWidth <= el.clientWidth && el.clientWidth >= 150")
+        assert params.is_visible() and family.is_visible()
+        assert not page.locator(".task-table th.col-priority").is_visible()  # given up first
+        assert not page.locator(".task-table th.col-time_running").is_visible()
+        page.locator("#task-detail .btn-icon").click()  # closed, the columns come back
+        page.locator(".task-table th.col-priority").wait_for(state="visible")
+
+
+# -- actions on many, and on a row --------------------------------------------------------------------
+
+
+def test_forgive_all_forgives_the_failed_tasks_the_searched_list_shows_and_no_other(page, troubled_site):
+    retried, unlimited = (troubled_site.task_id(f"{f}()") for f in ("Retried", "Unlimited"))
+    assert {troubled_site.status(retried), troubled_site.status(unlimited)} == {"FAILED"}
+    open_view(page, troubled_site.base_url, "#tab=tasks&search=Unlimited")
+    page.wait_for_function("() => document.querySelectorAll('.task-row').length == 1")
+    page.locator("#forgive-all").click()
+    dialog = page.locator("dialog.modal[open]")
+    assert "1 failed task" in dialog.inner_text() and "Unlimited()" in dialog.inner_text()
+    assert "Retried()" not in dialog.inner_text()
+    confirm(page, "Forgive 1 task")
+    wait_until(lambda: troubled_site.status(unlimited) == "PENDING", what="the searched task to be forgiven")
+    page.wait_for_selector(".notice-success >> text=1 task now PENDING")
+    assert troubled_site.status(retried) == "FAILED"
+    assert troubled_site.status(troubled_site.task_id("Fragile()")) == "DISABLED"
+
+
+def test_forgive_all_is_asked_first_and_forgives_every_failed_task_of_the_list(page, troubled_site):
+    failed = set(troubled_site.call("task_list", status="FAILED"))
+    assert len(failed) == 2
+    open_view(page, troubled_site.base_url, "#tab=tasks&status=FAILED")
+    page.locator("#forgive-all").click()
+    page.locator("dialog.modal[open] button", has_text="Cancel").click()
+    assert set(troubled_site.call("task_list", status="FAILED")) == failed  # cancelled: nothing changed
+    page.locator("#forgive-all").click()
+    confirm(page, "Forgive 2 tasks")
+    wait_until(
+        lambda: not troubled_site.call("task_list", status="FAILED"), what="every failed task forgiven"
+    )
+    assert {troubled_site.status(task_id) for task_id in failed} == {"PENDING"}
+    page.wait_for_selector("#forgive-all[hidden]", state="attached")  # nothing failed is left to forgive
+
+
+def test_a_hovered_row_offers_its_tasks_actions_without_opening_the_detail(page, troubled_site):
+    site = troubled_site
+    retried, unlimited, fragile = (site.task_id(f"{f}()") for f in ("Retried", "Unlimited", "Fragile"))
+    open_view(page, site.base_url)
+
+    def act(task_id: str, button: str, confirm_label: str) -> None:
+        row = page.locator(f'.task-row[data-task-id="{task_id}"]')
+        actions = row.locator(".row-actions")
+        assert not actions.is_visible()  # out of the way until the row is pointed at
+        row.hover()
+        actions.locator("button", has_text=button).click()
+        confirm(page, confirm_label)
+
+    act(retried, "Forgive", "Forgive failures")
+    wait_until(lambda: site.status(retried) == "PENDING", what="the row's task to be forgiven")
+    act(fragile, "Re-enable", "Re-enable")
+    wait_until(lambda: site.status(fragile) == "FAILED", what="the row's task to be re-enabled")
+    act(unlimited, "Mark done", "Mark as done")
+    wait_until(lambda: site.status(unlimited) == "DONE", what="the row's task to be done")
+    assert page.locator("#task-detail").is_hidden()
+    assert "detail=" not in page.evaluate("() => location.hash")
 
 
 def test_a_running_task_that_accepts_messages_answers_one_sent_from_the_page(page, site):
@@ -531,30 +675,31 @@ def test_the_open_page_shows_new_tasks_without_reloading(page, site):
 
 
 @pytest.fixture
-def retrying_site(tmp_path: Path) -> Iterator[Site]:
-    """A luigid where ``Retried`` (retry_count 3) and ``Unlimited`` (999999999) failed once each."""
+def troubled_site(tmp_path: Path) -> Iterator[Site]:
+    """A luigid of its own where ``Retried`` (retry_count 3) and ``Unlimited`` (999999999) failed once
+    each and ``Fragile`` is disabled."""
     (tmp_path / "out").mkdir()
     (tmp_path / "vis_pipeline.py").write_text(PIPELINE)
     (tmp_path / "luigid").mkdir()
     with running_luigid(tmp_path / "luigid", config=LUIGID_CONFIG) as luigid:
-        run_luigi(tmp_path, luigid, "Retrying")
+        run_luigi(tmp_path, luigid, "Troubled")
         yield Site(luigid, tmp_path)
 
 
 @pytest.mark.parametrize(("family", "shown"), [("Retried", "retry 1 of 3"), ("Unlimited", "retry 1")])
 def test_a_failed_tasks_retry_leaves_out_a_retry_count_that_means_unlimited(
-    page, retrying_site, family, shown
+    page, troubled_site, family, shown
 ):
-    task_id = retrying_site.task_id(f"{family}()")
-    assert retrying_site.status(task_id) == "FAILED"
-    open_detail(page, retrying_site, task_id)
+    task_id = troubled_site.task_id(f"{family}()")
+    assert troubled_site.status(task_id) == "FAILED"
+    open_detail(page, troubled_site, task_id)
     retry = page.locator("#task-detail dt:text-is('Retry') + dd")
     assert retry.inner_text().split(" at ")[0] == shown
 
 
-def test_a_graph_of_one_task_counts_it_in_the_singular(page, retrying_site):
-    task_id = retrying_site.task_id("Retried()")
-    open_view(page, retrying_site.base_url, f"#tab=graph&taskId={quote(task_id)}&hideDone=0&invert=0")
+def test_a_graph_of_one_task_counts_it_in_the_singular(page, troubled_site):
+    task_id = troubled_site.task_id("Retried()")
+    open_view(page, troubled_site.base_url, f"#tab=graph&taskId={quote(task_id)}&hideDone=0&invert=0")
     page.wait_for_selector(".graph-view[data-state=ready]")
     stats = page.locator(".graph-view .summary").inner_text()
     assert stats.startswith("1 task · 0 dependencies · laid out in "), stats
@@ -656,3 +801,22 @@ def test_an_upstream_card_lists_the_pending_tasks_blocked_that_way(page, site):
     page.wait_for_function(f"() => document.querySelectorAll('.task-row').length == {len(expected)}")
     shown = {row.get_attribute("data-task-id") for row in page.locator(".task-row").all()}
     assert shown == expected
+
+
+def test_forgive_all_reaches_failed_tasks_on_every_page_of_a_long_list(page):
+    """1,234 failures: past one task_page (1,000) of the collection and many requests of forgive calls."""
+    scheduler = Scheduler(SchedulerConfig(record_task_history=False, retry_delay=3600))
+    failed = [f"Flaky_{n}" for n in range(1234)]
+    for task_id in failed:
+        scheduler.add_task(worker="big", task_id=task_id, family="Flaky", params={"n": task_id[6:]})
+        scheduler.add_task(worker="big", task_id=task_id, status="FAILED", expl='"flaky"')
+    scheduler.add_task(worker="big", task_id="Steady", family="Steady", status="FAILED", expl='"no"')
+    with serving_in_thread(scheduler, ServerSettings()) as server:
+        open_view(page, server.base_url(), "#tab=tasks&family=Flaky")
+        page.locator("#forgive-all").click()
+        dialog = page.locator("dialog.modal[open]")
+        assert "1,234 failed tasks" in dialog.inner_text() and "…and 1,226 more" in dialog.inner_text()
+        confirm(page, "Forgive 1,234 tasks")
+        page.wait_for_selector(".notice-success >> text=1,234 tasks now PENDING")
+    assert set(scheduler.task_list(status="PENDING")) == set(failed)
+    assert list(scheduler.task_list(status="FAILED")) == ["Steady"]  # another family: not on the list

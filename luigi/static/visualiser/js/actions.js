@@ -35,6 +35,15 @@ export function makeActions({ api, notify, refresh }) {
       done: (r) => `Failures forgiven: the task is now ${r && r.status ? r.status : 'PENDING'}.`,
     }),
 
+    forgiveAll: (tasks) => perform({
+      title: 'Forgive all failed tasks',
+      body: [el('p', { text: `Set ${format.counted(tasks.length, 'failed task')} of this list back to PENDING so that workers try ${tasks.length === 1 ? 'it' : 'them'} again:` }),
+        taskList(tasks)],
+      confirmLabel: `Forgive ${format.counted(tasks.length, 'task')}`,
+      call: () => forgiveEach(api, tasks.map((t) => t.task_id)),
+      done: (forgiven) => `Failures forgiven: ${format.counted(forgiven, 'task')} now PENDING.`,
+    }),
+
     markAsDone: (taskId) => perform({
       title: 'Mark as done',
       body: [el('p', { text: 'Tell the scheduler this task is DONE without running it. Tasks waiting on it may start.' }), taskLine(taskId)],
@@ -159,6 +168,28 @@ export function makeActions({ api, notify, refresh }) {
       return true;
     },
   };
+}
+
+const LISTED = 8; // tasks named in the confirmation; the rest are counted
+const FORGIVE_CHUNK = 200; // calls per /api/_batch request (luigid caps the size of a request's body)
+
+function taskList(tasks) {
+  const more = tasks.length - LISTED;
+  return el('ul', { class: 'task-names' },
+    tasks.slice(0, LISTED).map((t) => el('li', {}, el('code', { class: 'wrap', text: format.displayName(t, t.task_id) }))),
+    more > 0 ? el('li', { class: 'muted', text: `…and ${format.count(more)} more` }) : null);
+}
+
+/** forgive_failures for each id, a chunk at a time (calls made together travel in one request);
+ * resolves how many became PENDING. */
+async function forgiveEach(api, taskIds) {
+  let forgiven = 0;
+  for (let i = 0; i < taskIds.length; i += FORGIVE_CHUNK) {
+    const chunk = taskIds.slice(i, i + FORGIVE_CHUNK);
+    const replies = await Promise.all(chunk.map((task_id) => api.call('forgive_failures', { task_id })));
+    forgiven += replies.filter((r) => r && r.status === 'PENDING').length;
+  }
+  return forgiven;
 }
 
 /** Show a dialog that waits for the task's answer to a message, polling until it comes or times out. */

@@ -4,7 +4,9 @@
 import { el, replace, safeHttpUrl } from './dom.js';
 import * as format from './format.js';
 import { badge, dot, label, DISABLED, FAILED, RUNNING, DONE } from './status.js';
+import { rerunBox } from './rerun.js';
 import { TaskLogView } from './tasklog.js';
+import { ErrorView } from './traceback.js';
 
 const MAX_NEIGHBOURS = 100;
 // Users write a huge retry_count (999999999 is the usual spelling) to mean "retry for ever"; no real
@@ -18,6 +20,7 @@ export class TaskDetail {
     this.lastJson = null;
     this.body = el('div', { class: 'drawer-body' });
     this.log = new TaskLogView(ctx.api);
+    this.errorView = new ErrorView();
     this.closeButton = el('button', {
       class: 'btn btn-icon', type: 'button', title: 'Close', 'aria-label': 'Close the task detail', text: '×',
       on: { click: () => ctx.router.update({ detail: null }) },
@@ -35,6 +38,7 @@ export class TaskDetail {
     if (taskId === this.taskId) return;
     this.taskId = taskId || null;
     this.lastJson = null;
+    this.errorView = new ErrorView(); // frames folded again for another task
     this.element.hidden = !this.taskId;
     if (!this.taskId) this.log.stop();
     document.body.classList.toggle('with-drawer', Boolean(this.taskId));
@@ -62,20 +66,24 @@ export class TaskDetail {
       return;
     }
     replace(this.body, this.render(detail));
+    this.log.reattached();
   }
 
   render(detail) {
     const task = detail.task;
-    const error = detail.error ? format.errorText(detail.error) : '';
+    const errorText = detail.error ? format.errorText(detail.error) : '';
+    const error = errorText ? this.errorView.render(errorText) : null;
+    const failing = task.status === FAILED || task.status === DISABLED;
     return [
       el('div', { class: 'detail-title' }, badge(task.status), el('h2', { text: task.name || 'Unknown family' })),
       el('p', { class: 'detail-id' }, el('code', { class: 'wrap', text: format.displayName(task, task.task_id) })),
+      error && failing ? error.headline : null,
       this.actionBar(task),
       progress(task),
       task.status_message ? section('Status message', el('pre', { class: 'status-message', text: format.text(task.status_message) })) : null,
-      error ? section(task.status === FAILED || task.status === DISABLED ? 'Error' : 'Last error',
-        el('pre', { class: 'traceback', text: error })) : null,
+      error ? section(failing ? 'Error' : 'Last error', [failing ? null : error.headline, error.body]) : null,
       this.log.show(task.task_id, task.status === RUNNING),
+      section('Command to re-run', rerunBox(task, this.ctx.notify), 'The luigi command line that runs this task again'),
       section('Parameters', paramsTable(task.params)),
       section('Details', facts(task)),
       this.neighbours('Upstream', 'Tasks this task needs', detail.upstream, detail.num_upstream),

@@ -15,6 +15,24 @@ export class TaskLogView {
       el('h3', { text: 'Log', title: 'What the task printed, its child processes wrote and the records it logged' }),
       this.note, this.text);
     this.timer = null;
+    // Whether the view follows the tail, and where the user left it otherwise: kept apart from the
+    // element because the detail panel re-renders (detaching the element resets its scroll position).
+    this.following = true;
+    this.savedTop = 0;
+    this.text.addEventListener('scroll', () => {
+      if (!this.text.isConnected) return;
+      this.following = this.atBottom();
+      this.savedTop = this.text.scrollTop;
+    });
+  }
+
+  /** Put the scroll position back after the detail panel re-rendered around the log. */
+  reattached() {
+    this.text.scrollTop = this.following ? this.text.scrollHeight : this.savedTop;
+  }
+
+  atBottom() {
+    return this.text.scrollTop + this.text.clientHeight >= this.text.scrollHeight - 4;
   }
 
   /** Show the log of ``taskId`` (a new task starts from the beginning of its last run); a task that
@@ -29,6 +47,8 @@ export class TaskLogView {
     this.attempt = null;
     this.offset = 0;
     this.ended = false;
+    this.following = true;
+    this.savedTop = 0;
     this.text.textContent = '';
     this.note.textContent = 'Loading the log…';
     this.fetch();
@@ -87,8 +107,7 @@ export class TaskLogView {
 
   append(chunk) {
     if (!chunk) return;
-    const atBottom = this.text.scrollTop + this.text.clientHeight >= this.text.scrollHeight - 4;
     this.text.append(document.createTextNode(chunk));
-    if (atBottom) this.text.scrollTop = this.text.scrollHeight;
+    if (this.following) this.text.scrollTop = this.text.scrollHeight;
   }
 }

@@ -4,12 +4,15 @@
 
 import { debounce, el, replace } from '../dom.js';
 import * as format from '../format.js';
-import { badge, cssClass, hint, label, MAIN_STATUSES, PENDING, RUNNING, UPSTREAM_STATUSES } from '../status.js';
+import {
+  badge, cssClass, DISABLED, DONE, FAILED, hint, label, MAIN_STATUSES, PENDING, RUNNING, UPSTREAM_STATUSES,
+} from '../status.js';
 
 const PAGE_SIZES = [25, 50, 100, 200];
 const DEFAULT_PAGE_SIZE = 50;
 const FAMILIES_SHOWN = 300; // past this the sidebar asks to filter rather than drawing thousands of rows
 const COUNTING_RETRY_MS = 800;
+const COLLECT_PAGE_SIZE = 1000; // task_page's largest page: the failed tasks to forgive, a page at a time
 
 /** Columns: [sort key, heading, the first direction a click picks (true: descending)]. */
 const COLUMNS = [
@@ -56,6 +59,11 @@ class TasksView {
     });
     this.chips = el('div', { class: 'chips' });
     this.summary = el('span', { class: 'summary', role: 'status' });
+    this.forgiveAllButton = el('button', {
+      type: 'button', class: 'btn btn-small', id: 'forgive-all', hidden: true, text: 'Forgive all failed',
+      title: 'Set every failed task this list shows (with its filters and search) back to PENDING',
+      on: { click: () => this.forgiveAll() },
+    });
     this.familyInput = el('input', { type: 'search', class: 'family-filter', placeholder: 'Filter families…', 'aria-label': 'Filter families' });
     this.familyInput.addEventListener('input', () => {
       this.familyFilter = this.familyInput.value.trim().toLowerCase();
@@ -71,7 +79,7 @@ class TasksView {
         el('aside', { class: 'sidebar', 'aria-label': 'Families' },
           el('h2', { class: 'sidebar-title', text: 'Families' }), this.familyInput, this.familyList),
         el('section', { class: 'task-panel' },
-          el('div', { class: 'toolbar' }, this.search, this.chips, this.summary),
+          el('div', { class: 'toolbar' }, this.search, this.chips, this.summary, this.forgiveAllButton),
           this.tableArea,
           this.pager)));
   }
@@ -84,6 +92,7 @@ class TasksView {
     this.renderCards();
     this.renderChips();
     this.renderFamilies();
+    this.renderForgiveAll();
     if (this.page) this.renderTable();
   }
 
@@ -131,6 +140,7 @@ class TasksView {
     this.counts = counts;
     this.renderCards();
     this.renderFamilies();
+    this.renderForgiveAll();
   }
 
   /** Upstream counts come from a census the scheduler builds in slices: until the first one is
@@ -164,6 +174,47 @@ class TasksView {
 
   destroy() {
     clearTimeout(this.countingTimer);
+  }
+
+  // -- acting on many ----------------------------------------------------------------------------
+
+  /** The list's failed tasks: what it shows when its status is FAILED (or any) with the same
+   * family and search. Null when the list holds none (shown or not). */
+  failedQuery() {
+    const q = this.query();
+    if ((q.status && q.status !== FAILED) || q.upstream_status) return null;
+    const counts = this.counts || {};
+    const failed = q.family
+      ? ((counts.family_statuses || {})[q.family] || {})[FAILED] || 0
+      : (counts.statuses || {})[FAILED] || 0;
+    return failed ? { ...q, status: FAILED, sort_by: '', sort_desc: false } : null;
+  }
+
+  renderForgiveAll() {
+    this.forgiveAllButton.hidden = !this.failedQuery();
+  }
+
+  /** Collect every failed task the list matches (all its pages), confirm, forgive them. */
+  async forgiveAll() {
+    const query = this.failedQuery();
+    if (!query) return;
+    const tasks = [];
+    try {
+      for (let offset = 0; ; offset += COLLECT_PAGE_SIZE) {
+        const page = await this.ctx.api.call('task_page', { ...query, offset, page_size: COLLECT_PAGE_SIZE });
+        if (page.too_many) throw new Error(`${format.count(page.total)} failed tasks match, more than this scheduler lists at once; narrow the list first`);
+        tasks.push(...page.tasks);
+        if (!page.tasks.length || offset + COLLECT_PAGE_SIZE >= page.total) break;
+      }
+    } catch (error) {
+      this.ctx.notify(`Forgive all failed: ${error.message}`, 'error');
+      return;
+    }
+    if (!tasks.length) {
+      this.ctx.notify('No failed task matches this list.', 'info');
+      return;
+    }
+    await this.ctx.actions.forgiveAll(tasks);
   }
 
   // -- rendering ---------------------------------------------------------------------------------
@@ -268,7 +319,26 @@ class TasksView {
           class: 'sort', href: this.ctx.router.href({ ...this.params, sort: key, desc: desc ? 1 : null, page: null }),
           title: `Sort by ${heading.toLowerCase()}`, dataset: { sort: key },
         }, heading, el('span', { class: 'sort-arrow', 'aria-hidden': 'true', text: sorted ? (q.sort_desc ? '▼' : '▲') : '' })));
-    })));
+    }), el('th', { class: 'col-actions', scope: 'col' }, el('span', { class: 'visually-hidden', text: 'Actions' }))));
+  }
+
+  /** The buttons a row shows while hovered or focused: the task's actions, without opening its detail. */
+  rowActions(task) {
+    const { actions, router } = this.ctx;
+    const id = task.task_id;
+    const button = (text, handler, title) => el('button', { type: 'button', class: 'btn btn-small', text, title, on: { click: handler } });
+    return el('span', {
+      class: 'row-actions',
+      // The row opens the detail on click and Enter; an action is not that.
+      on: { click: (event) => event.stopPropagation(), keydown: (event) => event.stopPropagation() },
+    },
+    task.status === FAILED ? button('Forgive', () => actions.forgiveFailures(id), 'Set this failed task back to PENDING') : null,
+    task.status === DISABLED && task.re_enable_able ? button('Re-enable', () => actions.reEnable(id), 'Clear the failures that disabled it') : null,
+    [RUNNING, FAILED, DISABLED].includes(task.status) ? button('Mark done', () => actions.markAsDone(id), 'Tell the scheduler this task is DONE') : null,
+    el('a', {
+      class: 'btn btn-small', text: 'Graph', title: 'Its dependency graph',
+      href: router.href({ tab: 'graph', taskId: id, hideDone: task.status === DONE ? 0 : 1, invert: 0 }),
+    }));
   }
 
   row(task) {
@@ -288,7 +358,8 @@ class TasksView {
     task.status === RUNNING && task.time_running
       ? el('td', { class: 'col-time_running num', dataset: { since: String(task.time_running) }, text: format.duration(now - task.time_running) })
       : el('td', { class: 'col-time_running num' }),
-    el('td', { class: 'col-worker', title: worker }, el('span', { class: 'worker', text: format.workerLabel(worker) })));
+    el('td', { class: 'col-worker', title: worker }, el('span', { class: 'worker', text: format.workerLabel(worker) })),
+    el('td', { class: 'col-actions' }, this.rowActions(task)));
     return tr;
   }
 
