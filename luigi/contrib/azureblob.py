@@ -12,7 +12,6 @@ import contextlib
 import datetime
 import io
 import os
-import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from typing import IO, Any, cast
 
 from luigi.contrib.optional import require
 from luigi.format import Format, get_default_format
-from luigi.target import AtomicLocalFile, FileAlreadyExists, FileSystem, FileSystemTarget
+from luigi.target import FileAlreadyExists, FileSystem, FileSystemTarget, UploadOnClose
 
 __all__ = ["AtomicAzureBlobFile", "AzureBlobClient", "AzureBlobTarget", "ReadableAzureBlobFile"]
 
@@ -274,8 +273,10 @@ class ReadableAzureBlobFile:
             shutil.rmtree(os.path.dirname(self.download_file_location), ignore_errors=True)
 
 
-class AtomicAzureBlobFile(AtomicLocalFile):
+class AtomicAzureBlobFile(UploadOnClose):
     """A local file uploaded as the blob when it closes: the blob appears whole or not at all."""
+
+    tmp_prefix = "luigi-azureblob-tmp-"
 
     def __init__(self, container: str, blob: str, client: AzureBlobClient, **kwargs: Any) -> None:
         self.container = container
@@ -284,17 +285,8 @@ class AtomicAzureBlobFile(AtomicLocalFile):
         self.azure_blob_options = kwargs
         super().__init__(os.path.join(container, blob))
 
-    def generate_tmp_path(self, path: str) -> str:
-        return os.path.join(tempfile.gettempdir(), f"luigi-azureblob-tmp-{secrets.token_hex(8)}")
-
-    def move_to_final_destination(self) -> None:
-        """Upload the finished local file, then delete it whether or not the upload worked."""
-        try:
-            self.client.upload(self.tmp_path, self.container, self.blob, **self.azure_blob_options)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(self.tmp_path)
-            self._tmp_path_moved = True
+    def upload(self) -> None:
+        self.client.upload(self.tmp_path, self.container, self.blob, **self.azure_blob_options)
 
 
 class AzureBlobTarget(FileSystemTarget):

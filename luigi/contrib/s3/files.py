@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import io
-import os
-import secrets
-import tempfile
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from luigi.contrib.s3.errors import explained_errors
-from luigi.target import AtomicLocalFile
+from luigi.target import UploadOnClose
 
 if TYPE_CHECKING:
     from luigi.contrib.s3.client import S3Client
@@ -69,26 +65,19 @@ class ReadableS3File(io.BufferedReader):
         super().__init__(_StreamingBodyAdaptor(body))
 
 
-class AtomicS3File(AtomicLocalFile):
+class AtomicS3File(UploadOnClose):
     """A file written locally and uploaded to ``path`` when closed: the object appears whole or not at all.
 
     Leaving a ``with`` block through an exception uploads nothing. ``kwargs`` are boto3 upload ``ExtraArgs``
     (ContentType, ServerSideEncryption, ...).
     """
 
+    tmp_prefix = "luigi-s3-tmp-"
+
     def __init__(self, path: str, s3_client: S3Client, **kwargs: Any) -> None:
         self.s3_client = s3_client
         self.s3_options = kwargs
         super().__init__(path)
 
-    def generate_tmp_path(self, path: str) -> str:
-        return os.path.join(tempfile.gettempdir(), f"luigi-s3-tmp-{secrets.token_hex(8)}")
-
-    def move_to_final_destination(self) -> None:
-        """Upload the finished local file, then delete it whether or not the upload worked."""
-        try:
-            self.s3_client.put_multipart(self.tmp_path, self.path, **self.s3_options)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(self.tmp_path)
-            self._tmp_path_moved = True
+    def upload(self) -> None:
+        self.s3_client.put_multipart(self.tmp_path, self.path, **self.s3_options)
