@@ -7,8 +7,6 @@ import contextlib
 import io
 import os
 import random
-import secrets
-import tempfile
 import warnings
 from collections.abc import Iterator
 from typing import IO, Any
@@ -237,30 +235,4 @@ class AtomicLocalFile(io.BufferedWriter):
         elif not self._tmp_path_moved and os.path.exists(self.__tmp_path):  # flushed, not moved away
             with contextlib.suppress(OSError):
                 os.remove(self.__tmp_path)
-
-
-class UploadOnClose(AtomicLocalFile):
-    """A local file in the temporary folder, handed to `upload` when it closes and deleted afterwards.
-
-    For object stores (S3, Azure Blob, Dropbox): the object appears whole or not at all, and leaving a
-    `with` block through an exception uploads nothing.
-    """
-
-    tmp_prefix = "luigi-upload-tmp-"
-
-    def generate_tmp_path(self, path: str) -> str:
-        return os.path.join(tempfile.gettempdir(), f"{self.tmp_prefix}{secrets.token_hex(8)}")
-
-    def upload(self) -> None:
-        """Send the finished file at `tmp_path` to `path`."""
-        raise NotImplementedError(f"{type(self).__name__} must implement upload()")
-
-    def move_to_final_destination(self) -> None:
-        """Upload the finished local file, then delete it whether or not the upload worked."""
-        try:
-            self.upload()
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(self.tmp_path)
-            self._tmp_path_moved = True
 

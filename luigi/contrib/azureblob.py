@@ -18,8 +18,9 @@ from collections.abc import Iterator
 from typing import IO, Any, cast
 
 from luigi.contrib.optional import require
+from luigi.contrib.staged_upload import StagedUpload
 from luigi.format import Format, get_default_format
-from luigi.target import FileAlreadyExists, FileSystem, FileSystemTarget, UploadOnClose
+from luigi.target import FileAlreadyExists, FileSystem, FileSystemTarget
 
 __all__ = ["AtomicAzureBlobFile", "AzureBlobClient", "AzureBlobTarget", "ReadableAzureBlobFile"]
 
@@ -273,20 +274,20 @@ class ReadableAzureBlobFile:
             shutil.rmtree(os.path.dirname(self.download_file_location), ignore_errors=True)
 
 
-class AtomicAzureBlobFile(UploadOnClose):
+class AtomicAzureBlobFile(StagedUpload):
     """A local file uploaded as the blob when it closes: the blob appears whole or not at all."""
 
-    tmp_prefix = "luigi-azureblob-tmp-"
+    local_prefix = "luigi-azureblob"
 
     def __init__(self, container: str, blob: str, client: AzureBlobClient, **kwargs: Any) -> None:
         self.container = container
         self.blob = blob
         self.client = client
         self.azure_blob_options = kwargs
-        super().__init__(os.path.join(container, blob))
+        super().__init__(client, os.path.join(container, blob))
 
-    def upload(self) -> None:
-        self.client.upload(self.tmp_path, self.container, self.blob, **self.azure_blob_options)
+    def _upload(self, staged_path: str) -> None:
+        self.client.upload(staged_path, self.container, self.blob, **self.azure_blob_options)
 
 
 class AzureBlobTarget(FileSystemTarget):

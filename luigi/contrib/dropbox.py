@@ -16,14 +16,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from luigi.contrib.optional import require
+from luigi.contrib.staged_upload import StagedUpload
 from luigi.format import Format, get_default_format
-from luigi.target import (
-    FileAlreadyExists,
-    FileSystem,
-    FileSystemTarget,
-    NotADirectory,
-    UploadOnClose,
-)
+from luigi.target import FileAlreadyExists, FileSystem, FileSystemTarget, NotADirectory
 
 __all__ = ["AtomicWritableDropboxFile", "DropboxClient", "DropboxTarget", "ReadableDropboxFile"]
 
@@ -193,17 +188,17 @@ class ReadableDropboxFile:
         self.close()
 
 
-class AtomicWritableDropboxFile(UploadOnClose):
+class AtomicWritableDropboxFile(StagedUpload):
     """A local file uploaded to ``path`` when it closes: the Dropbox file appears whole or not at all."""
 
-    tmp_prefix = "luigi-dropbox-tmp-"
+    local_prefix = "luigi-dropbox"
 
     def __init__(self, path: str, client: DropboxClient) -> None:
         self.client = client
-        super().__init__(path)
+        super().__init__(client, path)
 
-    def upload(self) -> None:
-        self.client.upload(self.tmp_path, self.path)
+    def _upload(self, staged_path: str) -> None:
+        self.client.upload(staged_path, self.path)
 
 
 class DropboxTarget(FileSystemTarget):

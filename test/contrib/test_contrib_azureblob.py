@@ -95,14 +95,14 @@ def test_a_blob_does_not_exist_until_its_stream_closes(client: AzureBlobClient, 
 def test_an_error_while_writing_leaves_no_blob_and_no_local_file(
     client: AzureBlobClient, container: str
 ) -> None:
-    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "luigi-azureblob-tmp-*")))
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "luigi-azureblob-*")))
     target = AzureBlobTarget(container, "broken.txt", client)
     with pytest.raises(RuntimeError, match="disk on fire"):
         with target.open("w") as out:
             out.write("partial")
             raise RuntimeError("disk on fire")
     assert not target.exists()
-    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "luigi-azureblob-tmp-*"))) == before
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "luigi-azureblob-*"))) == before
 
 
 def test_writing_again_replaces_the_blob_under_a_lease(client: AzureBlobClient, container: str) -> None:

@@ -80,7 +80,7 @@ def test_a_pipeline_writes_and_reads_dropbox_files(account: DropboxStandIn, clie
 def test_a_file_does_not_exist_until_its_stream_closes_and_a_failed_write_leaves_nothing(
     account: DropboxStandIn,
 ) -> None:
-    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "luigi-dropbox-tmp-*")))
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "luigi-dropbox-*")))
     target = DropboxTarget("/out.txt", TOKEN)
     stream = target.open("w")
     stream.write("half")
@@ -92,7 +92,7 @@ def test_a_file_does_not_exist_until_its_stream_closes_and_a_failed_write_leaves
             out.write("partial")
             raise RuntimeError("disk on fire")
     assert not DropboxTarget("/broken.txt", TOKEN).exists()
-    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "luigi-dropbox-tmp-*"))) == before
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "luigi-dropbox-*"))) == before
 
 
 def test_a_large_file_goes_up_in_chunks_at_the_right_offsets(

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from luigi.contrib.s3.errors import explained_errors
-from luigi.target import UploadOnClose
+from luigi.contrib.staged_upload import StagedUpload
 
 if TYPE_CHECKING:
     from luigi.contrib.s3.client import S3Client
@@ -65,19 +65,19 @@ class ReadableS3File(io.BufferedReader):
         super().__init__(_StreamingBodyAdaptor(body))
 
 
-class AtomicS3File(UploadOnClose):
+class AtomicS3File(StagedUpload):
     """A file written locally and uploaded to ``path`` when closed: the object appears whole or not at all.
 
     Leaving a ``with`` block through an exception uploads nothing. ``kwargs`` are boto3 upload ``ExtraArgs``
     (ContentType, ServerSideEncryption, ...).
     """
 
-    tmp_prefix = "luigi-s3-tmp-"
+    local_prefix = "luigi-s3"
 
     def __init__(self, path: str, s3_client: S3Client, **kwargs: Any) -> None:
         self.s3_client = s3_client
         self.s3_options = kwargs
-        super().__init__(path)
+        super().__init__(s3_client, path)
 
-    def upload(self) -> None:
-        self.s3_client.put_multipart(self.tmp_path, self.path, **self.s3_options)
+    def _upload(self, staged_path: str) -> None:
+        self.s3_client.put_multipart(staged_path, self.path, **self.s3_options)
