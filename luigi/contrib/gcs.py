@@ -165,7 +165,7 @@ def _explain(action: str, path: str, root_url: str, exc: BaseException) -> str |
         return f"Cannot {action} {path}: no such object or bucket"
     if status in (401, 403):
         return f"Cannot {action} {path}: access denied (check the credentials given to GCSClient)"
-    if isinstance(exc, OSError):
+    if isinstance(exc, ConnectionError | TimeoutError):
         return f"Cannot {action} {path}: cannot connect to {root_url} ({exc.__class__.__name__})"
     return None
 

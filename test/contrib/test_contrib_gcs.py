@@ -6,6 +6,7 @@ whose ``rootUrl`` names it, passed as GCSClient's ``descriptor``.
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import uuid
@@ -371,13 +372,20 @@ def test_a_refused_connection_fails_after_five_attempts_naming_the_endpoint(
     assert list(local_tmp.iterdir()) == []
 
 
-def test_a_pipeline_against_an_unreachable_gcs_fails_without_output(waits: list[float]) -> None:
-    _OnGCS.client = GCSClient(
-        descriptor=storage_descriptor(f"http://127.0.0.1:{free_port()}/"), http_=__import__("httplib2").Http()
-    )
+def test_a_pipeline_against_an_unreachable_gcs_fails_naming_the_endpoint(
+    waits: list[float], caplog: pytest.LogCaptureFixture
+) -> None:
+    root = f"http://127.0.0.1:{free_port()}/"
+    _OnGCS.client = GCSClient(descriptor=storage_descriptor(root), http_=__import__("httplib2").Http())
 
-    assert not luigi.build([Sales(bucket="b", day="2024-01-01")], local_scheduler=True)
-    assert waits  # the existence check was retried before the task was given up
+    with caplog.at_level("WARNING", logger="luigi-interface"):
+        assert not luigi.build([Sales(bucket="b", day="2024-01-01")], local_scheduler=True)
+
+    assert waits == [1, 2, 4, 8]  # the existence check was tried five times before the task was given up
+    (record,) = [r for r in caplog.records if "error in complete() method" in r.getMessage()]
+    assert "ConnectionRefusedError" in record.getMessage()
+    if sys.version_info >= (3, 11):
+        assert f"Cannot check gs://b/raw/2024-01-01.csv: cannot connect to {root}" in record.getMessage()
 
 
 def test_gcs_retry_returns_after_transient_errors_and_raises_the_last(waits: list[float]) -> None:
@@ -460,3 +468,17 @@ def test_without_the_client_library_the_error_names_the_extra(monkeypatch: pytes
 def test_a_path_outside_gs_is_refused_naming_the_form(client: GCSClient) -> None:
     with pytest.raises(ValueError, match=r"not a GCS path: use gs://<bucket>/<object>"):
         client.exists("s3://bucket/key")
+
+
+def test_importing_the_modules_loads_no_client_library() -> None:
+    import subprocess
+
+    code = (
+        "import sys, luigi.contrib.gcs, luigi.contrib.gcp; "
+        "libraries = ('googleapiclient', 'google.auth', 'httplib2', 'tenacity'); "
+        "print(sorted(m for m in libraries if m in sys.modules))"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+
+    assert loaded.stdout.strip() == "[]"
