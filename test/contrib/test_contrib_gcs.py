@@ -482,3 +482,36 @@ def test_importing_the_modules_loads_no_client_library() -> None:
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
 
     assert loaded.stdout.strip() == "[]"
+
+
+def test_targets_round_trip_text_gzip_and_lines_and_drop_unclosed_writes(
+    client: GCSClient, bucket: str, local_tmp: Path
+) -> None:
+    text = GCSTarget(f"gs://{bucket}/text.txt", client=client)
+    with text.open("w") as out:
+        out.writelines(["我éçф\n", "b\n"])
+    zipped = GCSTarget(f"gs://{bucket}/data.gz", format=luigi.format.Gzip, client=client)
+    with zipped.open("w") as out:
+        out.write(b"compressed\n" * 100)
+    unclosed = GCSTarget(f"gs://{bucket}/unclosed.txt", client=client).open("w")
+    unclosed.write("lost")
+    del unclosed
+
+    with text.open("r") as back:
+        assert list(back) == ["我éçф\n", "b\n"]
+    with zipped.open("r") as back:
+        assert back.read() == b"compressed\n" * 100
+    assert not client.exists(f"gs://{bucket}/unclosed.txt")
+    assert list(local_tmp.iterdir()) == []
+
+
+def test_rename_dont_move_refuses_an_existing_destination(client: GCSClient, bucket: str) -> None:
+    GCSTarget(f"gs://{bucket}/a", client=client)._touchz()
+    GCSTarget(f"gs://{bucket}/c", client=client)._touchz()
+
+    with pytest.warns(UserWarning, match="no atomic rename_dont_move"):
+        client.rename_dont_move(f"gs://{bucket}/a", f"gs://{bucket}/b")
+    with pytest.warns(UserWarning), pytest.raises(FileAlreadyExists):
+        client.rename_dont_move(f"gs://{bucket}/c", f"gs://{bucket}/b")
+
+    assert sorted(client.listdir(f"gs://{bucket}")) == [f"gs://{bucket}/b", f"gs://{bucket}/c"]
