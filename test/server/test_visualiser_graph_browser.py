@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import pytest
 from helpers.browser import checked_page, open_view
-from helpers.luigid import HttpProbe, running_luigid
+from helpers.luigid import HttpProbe, LuigidProcess, running_luigid
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 pytest_plugins = ["helpers.browser"]  # its fixture chromium
@@ -114,14 +114,19 @@ def register_bulk(probe: HttpProbe) -> None:
 
 
 @pytest.fixture(scope="module")
-def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def luigid(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LuigidProcess]:
     config = "[scheduler]\nretry_delay = 3600\nworker_disconnect_delay = 3600\n"
-    with running_luigid(tmp_path_factory.mktemp("graph"), config=config) as luigid:
-        probe = luigid.probe()
+    with running_luigid(tmp_path_factory.mktemp("graph"), config=config) as started:
+        probe = started.probe()
         register_report(probe)
         register_archive(probe)
         register_bulk(probe)
-        yield luigid.url.rstrip("/")
+        yield started
+
+
+@pytest.fixture(scope="module")
+def base_url(luigid: LuigidProcess) -> str:
+    return luigid.url.rstrip("/")
 
 
 @pytest.fixture
@@ -215,23 +220,28 @@ def test_fit_after_zooming_gives_the_same_readable_view(page, base_url):
     assert min(height(b["box"]) for b in fitted) >= MIN_BOX_PX
 
 
-def test_the_failures_button_centres_on_the_failed_tasks_at_reading_size(page, base_url):
+def test_next_failure_steps_through_each_failed_task_at_reading_size(page, base_url):
     open_graph(page, base_url, "MonthlyWarehouseReport")
-    page.locator("button", has_text="Failures").click()
-    page.wait_for_function("() => !document.querySelector('.graph-svg').classList.contains('compact')")
-    drawn = boxes(page)
-    area = stage(page)
-    seen = [b for b in drawn if inside(b["box"], area)]
-    assert any(b["status"] == "FAILED" for b in seen)
-    assert min(height(b["box"]) for b in seen) >= 30
-    assert {t["kind"] for b in seen for t in b["texts"]} == {"node-title", "node-subtitle"}
-    keep_screenshot(page, "visualiser-graph-failures.png")
+    centred = []
+    for _ in range(5):
+        page.locator("button", has_text="Next failure").click()
+        page.wait_for_function("() => !document.querySelector('.graph-svg').classList.contains('compact')")
+        area = stage(page)
+        middle = ((area[0] + area[2]) / 2, (area[1] + area[3]) / 2)
+        [at_centre] = [b for b in boxes(page) if inside([*middle, *middle], tuple(b["box"]))]
+        assert at_centre["status"] == "FAILED"
+        assert height(at_centre["box"]) >= 30
+        assert {t["kind"] for t in at_centre["texts"]} == {"node-title", "node-subtitle"}
+        centred.append(at_centre["id"])
+    assert len(set(centred[:4])) == 4 and centred[4] == centred[0]  # all four, then round again
+    keep_screenshot(page, "visualiser-graph-failure.png")
 
 
 def test_every_name_fits_its_box_and_a_cut_name_is_whole_in_the_tooltip(page, base_url):
     open_graph(page, base_url, "MonthlyWarehouseReport")
     assert texts_fit(boxes(page)) == []  # the large names at "Fit"
-    page.locator("button", has_text="Failures").click()
+    for _ in range(2):  # to the middle of the graph, near enough to read the parameters
+        page.locator("button", has_text="+").click()
     page.wait_for_function("() => !document.querySelector('.graph-svg').classList.contains('compact')")
     area = stage(page)
     seen = [b for b in boxes(page) if inside(b["box"], area)]
@@ -286,4 +296,22 @@ def test_a_graph_of_2000_tasks_drawn_one_by_one_opens_on_its_failure_at_reading_
         [failed["x"], failed["y"], failed["x"] + failed["width"], failed["y"] + failed["height"]], area
     )
     assert failed["height"] >= 30
-    keep_screenshot(page, "visualiser-graph-2000.png")
+
+
+def test_a_status_change_shows_in_the_open_grouped_graph_without_reloading(page, luigid, base_url):
+    probe = luigid.probe()
+    parts = [f"LivePart_{i}" for i in range(5)]
+    for i, part in enumerate(parts):
+        add(probe, part, "LivePart", {"i": str(i)}, status="FAILED" if i == 2 else "PENDING")
+    add(probe, "LiveRoot", "LiveRoot", {}, deps=parts)
+    open_graph(page, base_url, "LiveRoot", "&group=1")
+    subtitle = page.locator('.graph-svg .node[data-family="LivePart"] .node-subtitle')
+    assert subtitle.text_content() == "5 tasks: 1 failed, 4 pending"
+    page.evaluate("() => { window.notReloaded = true; }")
+    add(probe, "LivePart_2", "LivePart", {"i": "2"}, status="DONE")
+    page.wait_for_function(
+        "() => document.querySelector('.graph-svg .node[data-family=LivePart] .node-subtitle')"
+        ".textContent == '5 tasks: 4 pending, 1 done'"
+    )
+    assert page.locator('.graph-svg .node[data-family="LivePart"] .node-halo').count() == 0
+    assert page.evaluate("() => window.notReloaded") is True

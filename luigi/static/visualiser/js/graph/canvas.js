@@ -11,7 +11,7 @@ const MAX_SCALE = 3;
 const DETAIL_SCALE = 0.6; // below this the parameters (11px) are too small to read: the name alone, large
 const LABELS_BELOW_SCALE = 0.25; // below this even the large name is unreadable: no text at all
 const CLICK_SLOP_PX = 4;
-export const READABLE_SCALE = 0.4; // a fit at least this large is the first view; else the failures, readable
+const READABLE_SCALE = 0.4; // a fit at least this large is the first view; else the failures, readable
 const READING_SCALE = 0.85;
 const ALARMING = new Set([FAILED, DISABLED]);
 const TEXT_KINDS = ['title', 'subtitle', 'label'];
@@ -59,13 +59,12 @@ export class GraphCanvas {
     if (this.fonts) return this.fonts;
     const probe = svg('g', { class: 'node', visibility: 'hidden' }, TEXT_KINDS.map((kind) => svg('text', { class: `node-${kind}`, text: 'x' })));
     this.svg.append(probe);
-    this.fonts = Object.fromEntries([...probe.children].map((text, i) => {
+    const fonts = Object.fromEntries([...probe.children].map((text, i) => {
       const style = getComputedStyle(text);
       return [TEXT_KINDS[i], `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`];
     }));
     probe.remove();
-    const fonts = this.fonts;
-    if (!getComputedStyle(this.svg).fontSize) this.fonts = null; // not on the page yet: ask again next time
+    if (this.svg.isConnected) this.fonts = fonts; // off the page no CSS applies yet: read again next time
     return fonts;
   }
 
@@ -94,6 +93,8 @@ export class GraphCanvas {
       this.nodeElements.set(node.id, group);
       nodeLayer.append(group);
     }
+    this.alarms.sort((a, b) => a[1] - b[1] || a[0] - b[0]); // reading order, for nextFailure
+    this.alarmAt = -1;
     this.viewport.replaceChildren(edgeLayer, nodeLayer);
     if (this.selected) this.select(this.selected);
     if (keepView) this.apply();
@@ -161,6 +162,14 @@ export class GraphCanvas {
     }
     const mean = (i) => best.reduce((sum, point) => sum + point[i], 0) / best.length;
     this.centreOn([mean(0), mean(1)], k);
+    return true;
+  }
+
+  /** Centre on the next failed or disabled box (top to bottom), at least at reading size; false if none. */
+  nextFailure() {
+    if (!this.alarms.length) return false;
+    this.alarmAt = (this.alarmAt + 1) % this.alarms.length;
+    this.centreOn(this.alarms[this.alarmAt], Math.max(this.view.k, READING_SCALE));
     return true;
   }
 

@@ -28,7 +28,7 @@ class GraphView {
     this.options = {};
     this.drawnKey = null;
     this.drawnFor = null;
-    this.drawnNodes = 0;
+    this.fetchedNodes = 0; // tasks in the last answer: a big graph is re-read less often, grouped or not
     this.fetchedAt = 0;
     this.layoutRun = 0;
     this.layoutPending = null;
@@ -66,7 +66,7 @@ class GraphView {
           zoom('−', 'Zoom out', () => this.canvas.zoomBy(1 / 1.3)),
           zoom('+', 'Zoom in', () => this.canvas.zoomBy(1.3)),
           zoom('Fit', 'Fit the graph in the window', () => this.canvas.fit()),
-          this.failuresButton = zoom('Failures', 'Centre on the failed and disabled tasks', () => this.canvas.focusFailures())),
+          this.failuresButton = zoom('Next failure', 'Centre on the next failed or disabled task', () => this.canvas.nextFailure())),
         this.stats),
       this.message,
       el('div', { class: 'graph-stage' }, this.canvas.element, this.overlay),
@@ -111,7 +111,7 @@ class GraphView {
     const options = this.options;
     if (!options.taskId) return;
     if (this.layoutPending && this.layoutPending.for === optionsKey(options)) return; // still laying out
-    if (this.drawnFor === optionsKey(options) && performance.now() - this.fetchedAt < this.drawnNodes * REFRESH_MS_PER_NODE) return;
+    if (this.drawnFor === optionsKey(options) && performance.now() - this.fetchedAt < this.fetchedNodes * REFRESH_MS_PER_NODE) return;
     this.fetchedAt = performance.now();
     let answer;
     try {
@@ -134,6 +134,7 @@ class GraphView {
       this.say('error', 'The scheduler does not know the task ', el('code', { text: options.taskId }), '.');
       return;
     }
+    this.fetchedNodes = answer.num_nodes || 0;
     const model = this.modelOf(answer, options);
     this.group.checked = model.kind !== 'task';
     this.group.disabled = Boolean(answer.collapsed);
@@ -206,7 +207,6 @@ class GraphView {
       this.canvas.select(this.ctx.router.params.detail || null);
       this.drawnKey = key;
       this.drawnFor = forKey;
-      this.drawnNodes = model.nodes.length;
       const ms = performance.now() - started;
       this.stats.textContent = `${shape} · laid out in ${(ms / 1000).toFixed(1)} s`;
       this.element.dataset.state = 'ready';
