@@ -13,6 +13,7 @@ const LABELS_BELOW_SCALE = 0.25; // below this even the large name is unreadable
 const CLICK_SLOP_PX = 4;
 const READABLE_SCALE = 0.4; // a fit at least this large is the first view; else the failures, readable
 const READING_SCALE = 0.85;
+const FIT_SHARE = 0.97; // of the window a fitted graph fills (the layout has margins of its own)
 const ALARMING = new Set([FAILED, DISABLED]);
 const TEXT_KINDS = ['title', 'subtitle', 'label'];
 
@@ -136,7 +137,7 @@ export class GraphCanvas {
     const box = this.svg.getBoundingClientRect();
     const { width, height } = this.size;
     if (!width || !height || !box.width || !box.height) return;
-    const k = clamp(Math.min(box.width / width, box.height / height) * 0.95, MIN_SCALE, 1.4);
+    const k = clamp(Math.min(box.width / width, box.height / height) * FIT_SHARE, MIN_SCALE, 1.4);
     this.view = { k, x: (box.width - width * k) / 2, y: (box.height - height * k) / 2 };
     this.apply();
   }

@@ -7,7 +7,7 @@
 /* exported foldLayout */
 
 const FOLD_MARGIN = 20; // as the layout's marginx/marginy
-const FOLD_NODE_GAP = 18; // between boxes in a row (the layout's nodesep)
+const FOLD_NODE_GAP = 12; // between boxes in a row (a little less than the layout's nodesep: rows are dense by design)
 const FOLD_ROW_GAP = 8; // between the rows of one folded layer
 const FOLD_RANK_GAP = 40; // between layers (a little less than the layout's ranksep: rows already part them)
 const FOLD_EDGE_BEND = 28;
