@@ -64,6 +64,13 @@ def browser() -> Iterator[Any]:
             launched.close()
 
 
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """One Chromium per test module (``pytest_plugins = ["helpers.browser"]`` in the module)."""
+    with browser() as launched:
+        yield launched
+
+
 @contextlib.contextmanager
 def watched_page(launched: Any, refresh_seconds: int | None = 1, **context_options: Any) -> Iterator[Any]:
     """A fresh page (own storage) whose problems are collected in ``page.problems``.

@@ -78,9 +78,12 @@ def test_the_layout_library_is_pinned_with_its_licence_and_checksum():
     referenced = re.findall(
         r"importScripts\('([^']+)'\)", (ROOT / "js" / "graph" / "layout-worker.js").read_text()
     )
-    assert [(ROOT / "js" / "graph" / r).resolve() for r in referenced] == [
-        (ROOT / "lib" / "dagre.min.js").resolve()
+    loaded = [(ROOT / "js" / "graph" / r).resolve() for r in referenced]
+    assert loaded == [
+        (ROOT / "lib" / "dagre.min.js").resolve(),
+        (ROOT / "js" / "graph" / "fold.js").resolve(),
     ]
+    assert all(path.is_file() for path in loaded)
 
 
 def test_nothing_is_fetched_from_another_origin():

@@ -1,15 +1,21 @@
 // Drawing a laid-out graph as SVG, with pan (drag), zoom (wheel, buttons) and node clicks.
-// Colours come from the .st-<STATUS> classes, so a status change is a class change, not a redraw.
+// Colours come from the .st-<STATUS> classes. Zoomed out, a box shows only its name, drawn large
+// (.compact); further out, no text at all (.zoomed-out). Failed and disabled boxes carry a halo.
 
 import { el, svg } from '../dom.js';
-import { cssClass, SEVERITY } from '../status.js';
+import { cssClass, DISABLED, FAILED, SEVERITY } from '../status.js';
+import { TEXT_LEFT } from './model.js';
 
 const MIN_SCALE = 0.02;
 const MAX_SCALE = 3;
-const LABELS_BELOW_SCALE = 0.38; // text too small to read is hidden: faster to draw, calmer to look at
+const DETAIL_SCALE = 0.6; // below this the parameters (11px) are too small to read: the name alone, large
+const LABELS_BELOW_SCALE = 0.25; // below this even the large name is unreadable: no text at all
 const CLICK_SLOP_PX = 4;
-const READABLE_SCALE = 0.45; // a first view smaller than this starts at READING_SCALE around the root
+const READABLE_SCALE = 0.4; // a fit at least this large is the first view; else the failures, readable
 const READING_SCALE = 0.85;
+const FIT_SHARE = 0.97; // of the window a fitted graph fills (the layout has margins of its own)
+const ALARMING = new Set([FAILED, DISABLED]);
+const TEXT_KINDS = ['title', 'subtitle', 'label'];
 
 export class GraphCanvas {
   constructor({ onNodeClick }) {
@@ -25,7 +31,42 @@ export class GraphCanvas {
       }, svg('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrow-head' }))),
       this.viewport);
     this.element = el('div', { class: 'graph-canvas' }, this.svg);
+    this.fonts = null;
+    this.alarms = []; // centres of the failed and disabled boxes
+    this.firstViewShown = false; // the first view, not yet panned or zoomed: kept on a resize
+    new ResizeObserver(() => {
+      if (this.firstViewShown) this.firstView();
+    }).observe(this.svg);
     this.listen();
+  }
+
+  /** measure(kind, text): the width in px of `text` in the font CSS gives a box's title, subtitle or label. */
+  measurer() {
+    const context = document.createElement('canvas').getContext('2d');
+    const fonts = this.textFonts();
+    const cache = new Map();
+    return (kind, text) => {
+      const key = `${kind}\u0000${text}`;
+      if (!cache.has(key)) {
+        context.font = fonts[kind];
+        cache.set(key, context.measureText(text).width);
+      }
+      return cache.get(key);
+    };
+  }
+
+  /** The canvas fonts of the node text classes, read once from the page's CSS. */
+  textFonts() {
+    if (this.fonts) return this.fonts;
+    const probe = svg('g', { class: 'node', visibility: 'hidden' }, TEXT_KINDS.map((kind) => svg('text', { class: `node-${kind}`, text: 'x' })));
+    this.svg.append(probe);
+    const fonts = Object.fromEntries([...probe.children].map((text, i) => {
+      const style = getComputedStyle(text);
+      return [TEXT_KINDS[i], `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`];
+    }));
+    probe.remove();
+    if (this.svg.isConnected) this.fonts = fonts; // off the page no CSS applies yet: read again next time
+    return fonts;
   }
 
   /** Draw model at layout; keepView keeps the current pan and zoom (a live redraw). */
@@ -44,36 +85,34 @@ export class GraphCanvas {
       }
     });
     this.rootAt = null;
+    this.alarms = [];
     for (const node of model.nodes) {
       const [x, y] = layout.positions[node.id] || [0, 0];
       if (node.root) this.rootAt = [x, y];
+      if (alarming(node)) this.alarms.push([x, y]);
       const group = nodeElement(node, x, y);
       this.nodeElements.set(node.id, group);
       nodeLayer.append(group);
     }
+    this.alarms.sort((a, b) => a[1] - b[1] || a[0] - b[0]); // reading order, for nextFailure
+    this.alarmAt = -1;
     this.viewport.replaceChildren(edgeLayer, nodeLayer);
     if (this.selected) this.select(this.selected);
     if (keepView) this.apply();
     else this.firstView();
   }
 
-  /** Recolour nodes whose status changed (same shape: no layout needed). */
+  /** Redraw boxes whose status or counts changed, in place (same shape: no layout needed). */
   recolour(model) {
     for (const node of model.nodes) {
       const group = this.nodeElements.get(node.id);
-      if (!group || group.dataset.status === node.status) continue;
-      group.classList.remove(cssClass(group.dataset.status));
-      group.classList.add(cssClass(node.status));
-      group.dataset.status = node.status;
-      if (node.kind === 'family') group.replaceWith(this.redrawFamily(node, group));
+      if (!group || (group.dataset.status === node.status && group.dataset.subtitle === node.subtitle)) continue;
+      const [x, y] = group.dataset.center.split(',').map(Number);
+      const fresh = nodeElement(node, x, y);
+      fresh.classList.toggle('selected', group.classList.contains('selected'));
+      this.nodeElements.set(node.id, fresh);
+      group.replaceWith(fresh);
     }
-  }
-
-  redrawFamily(node, old) {
-    const [x, y] = old.dataset.center.split(',').map(Number);
-    const fresh = nodeElement(node, x, y);
-    this.nodeElements.set(node.id, fresh);
-    return fresh;
   }
 
   /** Highlight one node and its edges (null clears). */
@@ -87,6 +126,8 @@ export class GraphCanvas {
   }
 
   clear() {
+    this.firstViewShown = false;
+    this.alarms = [];
     this.viewport.replaceChildren();
     this.nodeElements.clear();
     this.edgesByNode.clear();
@@ -96,22 +137,46 @@ export class GraphCanvas {
     const box = this.svg.getBoundingClientRect();
     const { width, height } = this.size;
     if (!width || !height || !box.width || !box.height) return;
-    const k = clamp(Math.min(box.width / width, box.height / height) * 0.95, MIN_SCALE, 1.4);
+    const k = clamp(Math.min(box.width / width, box.height / height) * FIT_SHARE, MIN_SCALE, 1.4);
     this.view = { k, x: (box.width - width * k) / 2, y: (box.height - height * k) / 2 };
     this.apply();
   }
 
-  /** Fit the graph when it stays readable; otherwise show the root at a readable size. */
+  /** Fit the graph when it stays readable; otherwise the failures (or else the root) at a readable size. */
   firstView() {
     this.fit();
-    if (this.view.k >= READABLE_SCALE || !this.rootAt) return;
+    if (this.view.k < READABLE_SCALE && !this.focusFailures() && this.rootAt) this.centreOn(this.rootAt, READING_SCALE);
+    this.firstViewShown = true;
+  }
+
+  /** Centre on the biggest cluster of failed or disabled boxes at reading size; false when there are none. */
+  focusFailures() {
+    if (!this.alarms.length) return false;
     const box = this.svg.getBoundingClientRect();
-    const [x, y] = this.rootAt;
     const k = READING_SCALE;
-    const height = this.size.height * k;
-    // Tall graphs: the root in the middle. Short ones: the whole height, centred.
-    const top = height > box.height ? box.height / 2 - y * k : (box.height - height) / 2;
-    this.view = { k, x: box.width / 2 - x * k, y: top };
+    const reach = [box.width / k / 2, box.height / k / 2];
+    const sample = this.alarms.slice(0, 200);
+    let best = [];
+    for (const [cx, cy] of sample) {
+      const near = sample.filter(([x, y]) => Math.abs(x - cx) < reach[0] * 0.8 && Math.abs(y - cy) < reach[1] * 0.8);
+      if (near.length > best.length) best = near;
+    }
+    const mean = (i) => best.reduce((sum, point) => sum + point[i], 0) / best.length;
+    this.centreOn([mean(0), mean(1)], k);
+    return true;
+  }
+
+  /** Centre on the next failed or disabled box (top to bottom), at least at reading size; false if none. */
+  nextFailure() {
+    if (!this.alarms.length) return false;
+    this.alarmAt = (this.alarmAt + 1) % this.alarms.length;
+    this.centreOn(this.alarms[this.alarmAt], Math.max(this.view.k, READING_SCALE));
+    return true;
+  }
+
+  centreOn([x, y], k) {
+    const box = this.svg.getBoundingClientRect();
+    this.view = { k, x: box.width / 2 - x * k, y: box.height / 2 - y * k };
     this.apply();
   }
 
@@ -126,9 +191,12 @@ export class GraphCanvas {
   }
 
   apply() {
+    this.firstViewShown = false;
     const { x, y, k } = this.view;
     this.viewport.setAttribute('transform', `translate(${x.toFixed(1)},${y.toFixed(1)}) scale(${k.toFixed(4)})`);
+    this.svg.classList.toggle('compact', k < DETAIL_SCALE);
     this.svg.classList.toggle('zoomed-out', k < LABELS_BELOW_SCALE);
+    this.svg.dataset.scale = k.toFixed(4);
   }
 
   listen() {
@@ -169,18 +237,27 @@ export class GraphCanvas {
 
 function nodeElement(node, x, y) {
   const { width: w, height: h } = node;
+  const left = String(TEXT_LEFT);
   const group = svg('g', {
-    class: ['node', `node-${node.kind}`, cssClass(node.status), node.root && 'root'],
+    class: ['node', `node-${node.kind}`, cssClass(node.status), node.root && 'root', alarming(node) && 'alarm'],
     transform: `translate(${(x - w / 2).toFixed(1)},${(y - h / 2).toFixed(1)})`,
-    dataset: { id: node.id, status: node.status, center: `${x},${y}` },
+    dataset: { id: node.id, status: node.status, subtitle: node.subtitle, center: `${x},${y}`, ...(node.kind === 'family' && { family: node.family }) },
   },
   svg('title', { text: node.tooltip }),
+  alarming(node) && svg('rect', { class: 'node-halo', x: '-5', y: '-5', width: String(w + 10), height: String(h + 10), rx: '11', ry: '11' }),
   svg('rect', { class: 'node-box', width: String(w), height: String(h), rx: '7', ry: '7' }),
   svg('rect', { class: 'node-stripe', width: '5', height: String(h), rx: '2' }),
-  svg('text', { class: 'node-title', x: '13', y: '17', text: node.title }),
-  svg('text', { class: 'node-subtitle', x: '13', y: '31', text: node.subtitle }));
+  svg('text', { class: 'node-title', x: left, y: '17', text: node.title }),
+  svg('text', { class: 'node-subtitle', x: left, y: '31', text: node.subtitle }),
+  svg('text', { class: 'node-label', x: left, y: String(node.kind === 'family' ? h / 2 - 3 : h / 2), 'dominant-baseline': 'central', text: node.label }));
   if (node.kind === 'family') group.append(statusBar(node, w, h));
   return group;
+}
+
+/** Whether a box needs attention: failed or disabled, or a family holding such tasks. */
+function alarming(node) {
+  if (node.kind === 'family') return [...ALARMING].some((status) => node.statuses[status]);
+  return ALARMING.has(node.status);
 }
 
 /** The mix of statuses in a family box, as a thin stacked bar along its bottom. */

@@ -1,12 +1,15 @@
 // Lays out a graph with dagre off the page's main thread, so a large graph never freezes the tab.
 // A classic worker (importScripts), because dagre ships as a browser script defining `dagre`.
 //
-// In:  {id, nodes: [{id, width, height}], edges: [[from, to], ...], rankdir}
-// Out: {id, ok: true, width, height, positions: {nodeId: [x, y]}, routes: [[[x, y], ...] per edge]}
-//      or {id, ok: false, error}
+// A layout much wider than the window is then folded into rows (fold.js), so "Fit" stays readable.
+//
+// In:  {id, nodes: [{id, width, height}], edges: [[from, to], ...], rankdir, viewport: {width, height}}
+// Out: {id, ok: true, width, height, positions: {nodeId: [x, y]}, routes: [[[x, y], ...] per edge],
+//       folded, ms} or {id, ok: false, error}
 
-/* global dagre */
+/* global dagre, foldLayout */
 importScripts('../../lib/dagre.min.js');
+importScripts('./fold.js');
 
 // Network simplex gives the tidiest ranks but grows steeply; longest-path stays fast on big graphs.
 const NETWORK_SIMPLEX_LIMIT = 300;
@@ -20,7 +23,13 @@ self.onmessage = (event) => {
   }
 };
 
-function layout({ nodes, edges, rankdir = 'TB' }) {
+function layout({ nodes, edges, rankdir = 'TB', viewport = null }) {
+  const started = performance.now();
+  const laidOut = foldLayout(layered(nodes, edges, rankdir), nodes, edges, viewport);
+  return { ...laidOut, ms: Math.round(performance.now() - started) };
+}
+
+function layered(nodes, edges, rankdir) {
   const g = new dagre.graphlib.Graph();
   g.setGraph({
     rankdir,
