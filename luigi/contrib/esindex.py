@@ -64,17 +64,19 @@ def _basic_auth(http_auth: Any) -> tuple[str, str] | None:
 
 def _node(host: str, port: int, extra: dict[str, Any]) -> dict[str, Any]:
     """The client's node description from Luigi's host, port and node-level extra arguments."""
-    scheme = extra.pop("scheme", "https" if extra.pop("use_ssl", False) else "http")
-    extra.pop("use_ssl", None)
+    use_ssl = extra.pop("use_ssl", False)
+    scheme = extra.pop("scheme", "https" if use_ssl else "http")
     if "://" in host:  # a URL given as the host: its scheme wins
         scheme, _, host = host.partition("://")
+    if "@" in host:
+        raise ValueError("the Elasticsearch host must not hold credentials: give them as http_auth")
     node: dict[str, Any] = {"scheme": scheme, "host": host.rstrip("/"), "port": int(port)}
     if "url_prefix" in extra:
         node["path_prefix"] = extra.pop("url_prefix")
     return node
 
 
-def connect(
+def _connect(
     host: str, port: int, http_auth: Any, timeout: float, extra_elasticsearch_args: Mapping[str, Any] | None
 ) -> Any:
     """An ``elasticsearch.Elasticsearch`` client for one node, built from Luigi's connection settings."""
@@ -92,13 +94,13 @@ def connect(
         ) from exc
 
 
-def node_url(host: str, port: int) -> str:
-    """``scheme://host:port`` for messages (never with credentials)."""
-    node = _node(host, port, {})
+def _node_url(host: str, port: int, extra_elasticsearch_args: Mapping[str, Any] | None) -> str:
+    """``scheme://host:port`` for messages (credentials never live there)."""
+    node = _node(host, port, dict(extra_elasticsearch_args or {}))
     return f"{node['scheme']}://{node['host']}:{node['port']}"
 
 
-def untyped_mapping(mapping: Mapping[str, Any], doc_type: str) -> dict[str, Any]:
+def _untyped_mapping(mapping: Mapping[str, Any], doc_type: str) -> dict[str, Any]:
     """``mapping`` without the type level of Elasticsearch < 7 (``{doc_type: {...}}``), if it has one."""
     if set(mapping) == {doc_type} and isinstance(mapping[doc_type], Mapping):
         return dict(mapping[doc_type])
@@ -135,13 +137,11 @@ class ElasticsearchTarget(Target):
         self.marker_index_hist_size = marker_index_hist_size
         self.timeout = timeout
         self.extra_elasticsearch_args = dict(extra_elasticsearch_args or {})
-        self.es = connect(host, port, http_auth, timeout, self.extra_elasticsearch_args)
+        self.es = _connect(host, port, http_auth, timeout, self.extra_elasticsearch_args)
+        self.url = _node_url(host, port, self.extra_elasticsearch_args)
 
     def __repr__(self) -> str:
-        return (
-            f"ElasticsearchTarget({node_url(self.host, self.port)}, index={self.index!r}, "
-            f"update_id={self.update_id!r})"
-        )
+        return f"ElasticsearchTarget({self.url}, index={self.index!r}, update_id={self.update_id!r})"
 
     def marker_index_document_id(self) -> str:
         """The marker's document id: sha1 hex of ``"<index>:<doc_type>:<update_id>"`` (Luigi's ids)."""
@@ -175,7 +175,7 @@ class ElasticsearchTarget(Target):
             # Luigi's contract: a failing check is "not done" and the task runs, where run() reports it.
             logger.warning(
                 "Elasticsearch at %s: cannot read marker %s in %s: %s",
-                node_url(self.host, self.port),
+                self.url,
                 self.marker_index_document_id(),
                 self.marker_index,
                 exc,
@@ -266,7 +266,7 @@ class CopyToIndex(luigi.Task):
 
     def _init_connection(self) -> Any:
         """A client for ``host``:``port`` with this task's credentials and settings."""
-        return connect(self.host, self.port, self.http_auth, self.timeout, self.extra_elasticsearch_args)
+        return _connect(self.host, self.port, self.http_auth, self.timeout, self.extra_elasticsearch_args)
 
     def create_index(self) -> None:
         """Create ``index`` with ``settings`` as its body unless it exists."""
@@ -274,7 +274,7 @@ class CopyToIndex(luigi.Task):
         if not es.indices.exists(index=self.index):
             body = dict(self.settings)
             if isinstance(body.get("mappings"), Mapping):
-                body["mappings"] = untyped_mapping(body["mappings"], self.doc_type)
+                body["mappings"] = _untyped_mapping(body["mappings"], self.doc_type)
             es.indices.create(index=self.index, body=body)
 
     def delete_index(self) -> None:
@@ -303,14 +303,15 @@ class CopyToIndex(luigi.Task):
     def run(self) -> None:
         """Create the index (purged first if asked), apply the mapping, bulk-copy, refresh, mark done."""
         errors = _elasticsearch()
+        url = _node_url(self.host, self.port, self.extra_elasticsearch_args)
         try:
             self._copy()
+            self.output().touch()
         except errors.ConnectionError as exc:
             raise ConnectionError(
-                f"cannot reach Elasticsearch at {node_url(self.host, self.port)} ({exc}): "
+                f"cannot reach Elasticsearch at {url} ({exc}): "
                 "check the task's host and port and that the server is running"
             ) from exc
-        self.output().touch()
 
     def _copy(self) -> None:
         """Everything ``run()`` does before the marker: index set-up, the bulk copy, the refresh."""
@@ -319,7 +320,7 @@ class CopyToIndex(luigi.Task):
         self.create_index()
         es = self._init_connection()
         if self.mapping:
-            es.indices.put_mapping(index=self.index, body=untyped_mapping(self.mapping, self.doc_type))
+            es.indices.put_mapping(index=self.index, body=_untyped_mapping(self.mapping, self.doc_type))
         es.indices.put_settings(index=self.index, settings={"index": {"refresh_interval": "-1"}})
         try:
             self._bulk(es)

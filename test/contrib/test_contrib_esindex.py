@@ -257,11 +257,12 @@ def test_docs_of_another_kind_fail_the_task_naming_the_kinds_it_takes(server: El
     assert str(error) == "Numbers.docs() must yield JSON strings or dicts, not int"
 
 
+@pytest.mark.parametrize("credentials", [("etl", "s3cret-pw"), "etl:s3cret-pw"], ids=["pair", "string"])
 def test_credentials_are_sent_but_never_logged_nor_shown(
-    server: ElasticsearchStandIn, caplog: pytest.LogCaptureFixture
+    server: ElasticsearchStandIn, caplog: pytest.LogCaptureFixture, credentials: Any
 ) -> None:
     class Secured(FromDicts):
-        http_auth = ("etl", "s3cret-pw")
+        http_auth = credentials
 
     task = Secured()
     with caplog.at_level(logging.DEBUG):
@@ -318,3 +319,9 @@ def test_luigi_era_node_arguments_describe_the_node() -> None:
     [node] = target.es.transport.node_pool.all()
     assert (node.config.scheme, node.config.host, node.config.port) == ("https", "es.internal", 9243)
     assert node.config.path_prefix == "/search"
+    assert repr(target) == "ElasticsearchTarget(https://es.internal:9243, index='t', update_id='u1')"
+
+
+def test_credentials_in_the_host_are_refused_pointing_to_http_auth() -> None:
+    with pytest.raises(ValueError, match="must not hold credentials: give them as http_auth"):
+        ElasticsearchTarget("https://etl:pw@es.internal", 9243, "t", "default", "u1")
