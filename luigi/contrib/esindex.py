@@ -28,7 +28,7 @@ from luigi.contrib.optional import require
 from luigi.contrib.rdbms import ConfigDefault
 from luigi.target import Target
 
-__all__ = ["CopyToIndex", "ElasticsearchTarget"]
+__all__ = ["ClientVersionMismatch", "CopyToIndex", "ElasticsearchTarget"]
 
 logger = logging.getLogger("luigi-interface")
 
@@ -98,6 +98,25 @@ def _node_url(host: str, port: int, extra_elasticsearch_args: Mapping[str, Any] 
     """``scheme://host:port`` for messages (credentials never live there)."""
     node = _node(host, port, dict(extra_elasticsearch_args or {}))
     return f"{node['scheme']}://{node['host']}:{node['port']}"
+
+
+class ClientVersionMismatch(RuntimeError):
+    """The server refused the client's versioned media type: client and server major versions differ."""
+
+    def __init__(self, url: str, client_version: str) -> None:
+        major = int(client_version.partition(".")[0])
+        super().__init__(
+            f"Elasticsearch at {url} refused the requests of elasticsearch client {client_version}: "
+            f"install the client of the server's major version (for a server of version {major - 1}: "
+            f"pip install 'elasticsearch>={major - 1},<{major}'); OpenSearch needs its own client"
+        )
+
+
+def _refuses_media_type(exc: Any) -> bool:
+    """Whether an ``ApiError`` is the server refusing ``compatible-with=N`` (Elasticsearch or OpenSearch)."""
+    return exc.status_code in (400, 406) and (
+        "compatible-with" in str(exc) or "media_type_header_exception" in str(exc)
+    )
 
 
 def _untyped_mapping(mapping: Mapping[str, Any], doc_type: str) -> dict[str, Any]:
@@ -312,6 +331,10 @@ class CopyToIndex(luigi.Task):
                 f"cannot reach Elasticsearch at {url} ({exc}): "
                 "check the task's host and port and that the server is running"
             ) from exc
+        except errors.ApiError as exc:
+            if not _refuses_media_type(exc):
+                raise
+            raise ClientVersionMismatch(url, errors.__versionstr__) from exc
 
     def _copy(self) -> None:
         """Everything ``run()`` does before the marker: index set-up, the bulk copy, the refresh."""

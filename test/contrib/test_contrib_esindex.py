@@ -16,7 +16,7 @@ import pytest
 from helpers.elasticsearch_server import ElasticsearchStandIn, osmem_base, running_elasticsearch
 
 import luigi
-from luigi.contrib.esindex import CopyToIndex, ElasticsearchTarget
+from luigi.contrib.esindex import ClientVersionMismatch, CopyToIndex, ElasticsearchTarget
 from luigi.contrib.optional import MissingExtraError
 
 elasticsearch = pytest.importorskip("elasticsearch")
@@ -292,6 +292,31 @@ def test_a_refused_connection_fails_the_task_naming_host_and_port(caplog: pytest
     assert isinstance(error, ConnectionError)
     assert str(error).startswith(f"cannot reach Elasticsearch at http://127.0.0.1:{port} (")
     assert f"Elasticsearch at http://127.0.0.1:{port}: cannot read marker" in caplog.text
+
+
+def test_a_server_refusing_the_clients_media_type_fails_the_task_naming_the_client_to_install(
+    osmem: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Mismatched(FromDicts):
+        pass
+
+    caught = failures_of(Mismatched)
+    with osmem.clone() as clone:  # no proxy: it refuses compatible-with=N, as OpenSearch does
+        host, port = clone.url.removeprefix("http://").split(":")
+        monkeypatch.setattr(Mismatched, "host", host)
+        monkeypatch.setattr(Mismatched, "port", int(port))
+
+        assert not build(Mismatched())
+
+    [error] = caught
+    assert isinstance(error, ClientVersionMismatch)
+    major = int(elasticsearch.__versionstr__.split(".")[0])
+    assert str(error) == (
+        f"Elasticsearch at http://{host}:{port} refused the requests of elasticsearch client "
+        f"{elasticsearch.__versionstr__}: install the client of the server's major version (for a server "
+        f"of version {major - 1}: pip install 'elasticsearch>={major - 1},<{major}'); "
+        "OpenSearch needs its own client"
+    )
 
 
 def test_without_the_client_the_target_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
