@@ -178,7 +178,7 @@ class ElasticsearchTarget(Target):
                 "target_doc_type": self.doc_type,
                 "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
             },
-            refresh=True,  # the history query below, and exists() on another node, must see it
+            refresh=True,  # the history search below must already see it
         )
         self.es.indices.flush(index=self.marker_index)
         self.ensure_hist_size()
