@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -92,6 +93,9 @@ class DaskRunner:
         self._client: DaskClient | None = self._connect()  # now: a wrong address stops the worker early
         self._running: dict[str, _Submitted] = {}
         self._finished: list[DaskFuture] = []
+        # Runs an operator cancelled, and why: cancelled by ``collect`` in the worker loop.
+        self._cancelled: dict[str, str] = {}
+        self._cancelled_lock = threading.Lock()
 
     def _connect(self) -> DaskClient:
         """A Dask client whose reports topic is new: reports of an earlier run cannot reach this one."""
@@ -131,7 +135,7 @@ class DaskRunner:
 
     def wait(self, longest: float) -> None:
         """Block until a run ends, a report arrives, a deadline's grace runs out, or ``longest`` seconds."""
-        if self._finished or not self._running:
+        if self._finished or self._cancelled or not self._running:
             return
         try:
             self._take(self._wakeups.get(timeout=self._wait_limit(longest)))
@@ -147,8 +151,9 @@ class DaskRunner:
         kind, payload = wakeup
         if kind == "done":
             self._finished.append(payload)
-        else:
+        elif kind == "report":
             self._apply_report(payload)
+        # ("cancel": only wakes the wait; ``collect`` cancels the run)
 
     def _apply_report(self, report: Any) -> None:
         """Apply a report or fire an event the run sent live; what is not of a running run is dropped."""
@@ -188,6 +193,30 @@ class DaskRunner:
         finished, self._finished = self._finished, []
         outcomes = [self._outcome(submitted) for submitted in self._take_submitted(finished)]
         outcomes.extend(self._cancel_overdue())
+        outcomes.extend(self._cancel_cancelled())
+        return outcomes
+
+    def cancel_run(self, task_id: str, reason: str) -> bool:
+        """Have the run of ``task_id`` cancelled at the loop's next ``collect`` (within its wait), FAILED
+        with ``reason``; False if it does not run here."""
+        if task_id not in self._running:
+            return False
+        with self._cancelled_lock:
+            self._cancelled[task_id] = reason
+        self._wakeups.put(("cancel", task_id))
+        return True
+
+    def _cancel_cancelled(self) -> list[TaskOutcome]:
+        """Cancel the cancelled runs still going on the cluster (one that ended first keeps its outcome)."""
+        with self._cancelled_lock:
+            cancelled, self._cancelled = self._cancelled, {}
+        outcomes = []
+        for task_id, reason in cancelled.items():
+            submitted = self._running.get(task_id)
+            if submitted is not None:
+                self._forget(submitted).future.cancel()
+                logger.info("Cancelled the run of %s on the cluster: %s", task_id, reason)
+                outcomes.append(TaskOutcome(task_id, FAILED, reason))
         return outcomes
 
     def _take_submitted(self, finished: list[DaskFuture]) -> list[_Submitted]:
