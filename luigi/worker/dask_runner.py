@@ -28,7 +28,13 @@ from luigi.event import Event
 from luigi.scheduler_api import SchedulerAPI
 from luigi.task import Task
 from luigi.task_status import FAILED
-from luigi.worker.dask_remote import RemoteRun, TheTask, messages_queue_name, run_on_dask_worker
+from luigi.worker.dask_remote import (
+    RemoteRun,
+    TheTask,
+    cancel_queue_name,
+    messages_queue_name,
+    run_on_dask_worker,
+)
 from luigi.worker.messages import Message
 from luigi.worker.task_process import FORWARDABLE_REPORTS, TaskOutcome, TaskRunOptions, TaskStatusReporter
 
@@ -214,10 +220,21 @@ class DaskRunner:
         for task_id, reason in cancelled.items():
             submitted = self._running.get(task_id)
             if submitted is not None:
-                self._forget(submitted).future.cancel()
+                self._stop_remote_run(self._forget(submitted), reason)
                 logger.info("Cancelled the run of %s on the cluster: %s", task_id, reason)
                 outcomes.append(TaskOutcome(task_id, FAILED, reason))
         return outcomes
+
+    def _stop_remote_run(self, submitted: _Submitted, reason: str) -> None:
+        """Cancel the run's future; a run in a task slot (one with a timeout) is told to kill its slot and
+        what it started, as at its deadline. Dask cannot stop a run in a Dask worker's thread: that one
+        ends on its own, and its outcome is dropped."""
+        submitted.future.cancel()
+        if submitted.timeout is not None and self._client is not None:
+            import distributed
+
+            queue_class: Any = distributed.Queue  # untyped
+            queue_class(cancel_queue_name(submitted.run_key), client=self._client).put(reason)
 
     def _take_submitted(self, finished: list[DaskFuture]) -> list[_Submitted]:
         """The runs of these futures that are still ours (not timed out, nor of a cancelled run)."""

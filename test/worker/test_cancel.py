@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers.luigid import running_luigid, wait_until
+from helpers.scheduler import LockedScheduler
 from helpers.worker_process import alive, read_pids, start_worker, task_statuses, write_module
 
 from luigi.scheduler import Scheduler
@@ -115,7 +116,7 @@ def test_cancel_task_must_be_posted(tmp_path: Path):
 def test_the_in_process_scheduler_cancels_a_task_run_by_a_worker_in_this_process(tmp_path: Path):
     """``--local-scheduler`` has no visualiser, but API users call ``cancel_task`` on the Scheduler."""
     started = tmp_path / "started"
-    scheduler = Scheduler(retry_delay=0)
+    scheduler = LockedScheduler(Scheduler(retry_delay=0))  # the test's thread calls it too
 
     class Sleeper(Task):
         def complete(self) -> bool:
