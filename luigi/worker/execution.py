@@ -120,8 +120,9 @@ class RunnerChoice:
         return timeout is not None or self._worker_processes() > 1 or self._force_slots
 
     def start(self, task: Task, timeout: float | None) -> None:
-        """Run ``task`` in this process or in a slot, as ``needs_slot`` decides."""
-        if not self.needs_slot(timeout):
+        """Run ``task`` in this process or in a slot, as ``needs_slot`` decides (a task cancelled before
+        it started ends in this process, without running)."""
+        if not self.needs_slot(timeout) or self.in_process.cancelled_before_start(task.task_id):
             self.in_process.start(task, timeout)
             return
         if self.in_slots is None:
@@ -216,6 +217,7 @@ class InProcessRunner:
         # ``cancel_run`` raises into the thread running a task only while the run is in its task's code
         # (the window): never into the worker's own code before or after it.
         self._window_lock = threading.Lock()
+        self._cancel_at_start: dict[str, str] = {}  # granted ahead and cancelled: fails when it starts
         self._window_thread: int | None = None  # the thread inside the window, or None
         self._ahead = ahead
         self._get_work_kwargs = get_work_kwargs
@@ -279,7 +281,10 @@ class InProcessRunner:
     def _run_in_window(self, process: TaskProcess) -> None:
         """``process.run()`` inside the window in which ``cancel_run`` may raise into this thread."""
         with self._window_lock:
-            if self._interrupted is not None:  # cancelled between its grant and this moment
+            reason = self._cancel_at_start.pop(process.task.task_id, None)
+            if reason is not None:
+                self._interrupted = (process.task.task_id, reason)
+            if self._interrupted is not None:  # cancelled before its run got here: it does not start
                 raise TaskCancelled(self._interrupted[1])
             self._window_thread = threading.get_ident()
         try:
@@ -317,11 +322,15 @@ class InProcessRunner:
     def cancel_run(self, task_id: str, reason: str) -> bool:
         """Kill the programs of ``task_id``'s run here, then raise ``TaskCancelled`` into its task's code
         (it takes effect at the task's next Python instruction: a task blocked in one long system call,
-        such as a single ``time.sleep``, ends when that call returns). False if it does not run here."""
+        such as a single ``time.sleep``, ends when that call returns). A task granted ahead and not
+        started yet fails as it starts. False if it neither runs here nor waits to."""
         with self._window_lock:
             tag, thread = self._running_tag, self._window_thread
             if self._running != task_id or tag is None:
-                return False
+                if task_id not in self.granted_ahead():
+                    return False
+                self._cancel_at_start[task_id] = reason
+                return True
             if self._interrupted is not None:
                 return True  # already being stopped or cancelled
             self._interrupted = (task_id, reason)
@@ -366,8 +375,20 @@ class InProcessRunner:
             self._ahead.finished(outcome.task_id, outcome.status == DONE)
 
     def take_granted_ahead(self) -> dict[str, Any] | None:
-        """The next grant an ask ahead brought, if any."""
-        return self._ahead.take() if self._ahead is not None else None
+        """The next grant an ask ahead brought, if any (a cancel of a grant dropped unstarted is dropped)."""
+        if self._ahead is None:
+            return None
+        grant = self._ahead.take()
+        if self._cancel_at_start:
+            waiting = {*self._ahead.queued(), grant.get("task_id") if grant is not None else None}
+            with self._window_lock:
+                for task_id in set(self._cancel_at_start) - waiting:
+                    del self._cancel_at_start[task_id]
+        return grant
+
+    def cancelled_before_start(self, task_id: str) -> bool:
+        """Whether ``task_id`` was granted ahead and cancelled: it fails here as it starts, never runs."""
+        return task_id in self._cancel_at_start
 
     def granted_ahead(self) -> list[str]:
         """Tasks granted ahead that have not started yet."""

@@ -111,6 +111,9 @@ class FakeSlots:
     def deliver(self, task_id: str, message: Message) -> bool:
         return task_id in self.started
 
+    def cancel_run(self, task_id: str, reason: str) -> bool:
+        return False  # the tests here cancel no run in a slot (test_cancel.py runs real ones)
+
     def wait(self, longest: float) -> None:
         pass
 
@@ -190,6 +193,33 @@ def test_a_grant_ahead_assuming_a_task_that_ran_in_a_slot_is_taken_only_if_that_
     slots.outcomes.append(TaskOutcome(b, status))
     assert [outcome.task_id for outcome in choice.collect()] == [b]
     assert choice.take_granted_ahead() == (grant_c if taken else None)
+
+
+@pytest.mark.parametrize("timeout", [None, 5], ids=["in-process", "would-need-a-slot"])
+def test_a_task_granted_ahead_and_cancelled_before_it_starts_fails_without_running(timeout):
+    a, b, c = (Step(name=name).task_id for name in "abc")
+    grant_c = {"task_id": c, "assumes_done": [b]}
+    scheduler = AskingScheduler({"task_id": b, "assumes_done": [a], "more_tasks": [grant_c]})
+    choice, slots = runner_choice(scheduler)
+    for _ in range(2):  # the second short task asks ahead
+        choice.start(Step(name="a"), None)
+        assert [outcome.status for outcome in choice.collect()] == [DONE]
+    assert choice.take_granted_ahead()["task_id"] == b
+    choice.start(Step(name="b"), None)
+    assert [outcome.status for outcome in choice.collect()] == [DONE]
+    assert choice.granted_ahead() == [c]
+
+    assert choice.cancel_run(c, "Cancelled from the visualiser") is True
+    assert choice.take_granted_ahead() == grant_c
+    choice.start(Step(name="c"), timeout)
+    [outcome] = choice.collect()
+    assert (outcome.task_id, outcome.status, outcome.expl) == (c, FAILED, "Cancelled from the visualiser")
+    assert RAN == ["a", "a", "b"] and slots.started == []  # c never ran, here or in a slot
+
+
+def test_a_cancel_of_a_task_neither_running_nor_granted_ahead_is_refused():
+    choice, _ = runner_choice(AskingScheduler({"task_id": None}))
+    assert choice.cancel_run(Step(name="a").task_id, "why") is False
 
 
 def test_the_slot_runner_satisfies_the_protocol_and_never_asks_ahead():
