@@ -19,6 +19,7 @@ import ctypes
 import logging
 import os
 import queue
+import signal
 import threading
 import time
 from collections import deque
@@ -44,6 +45,12 @@ from luigi.worker.task_process import (
 )
 
 logger = logging.getLogger("luigi-interface")
+
+
+# Sent to the main thread when its task is cancelled, so that a blocking call (a ``time.sleep``, a wait on a
+# program) returns at once and the exception raised into the task fires: ignored unless handled, so a stray
+# one harms nothing, and Python programs seldom handle it.
+WAKE_SIGNAL = signal.SIGURG
 
 
 class WorkerStopped(BaseException):
@@ -219,6 +226,8 @@ class InProcessRunner:
         self._window_lock = threading.Lock()
         self._cancel_at_start: dict[str, str] = {}  # granted ahead and cancelled: fails when it starts
         self._window_thread: int | None = None  # the thread inside the window, or None
+        self._previous_wake: Any = None  # WAKE_SIGNAL's handler before ours, once ours is installed
+        self._wake_installed = False
         self._ahead = ahead
         self._get_work_kwargs = get_work_kwargs
         self._taking_work = taking_work
@@ -287,10 +296,26 @@ class InProcessRunner:
             if self._interrupted is not None:  # cancelled before its run got here: it does not start
                 raise TaskCancelled(self._interrupted[1])
             self._window_thread = threading.get_ident()
+            self._install_wake_handler()
         try:
             process.run()
         finally:
             self._close_window()
+
+    def _install_wake_handler(self) -> None:
+        """Handle WAKE_SIGNAL (doing nothing) from the first run in the main thread to ``shut_down``: a
+        handled signal interrupts a blocking call, an ignored one would not."""
+        if self._wake_installed or threading.current_thread() is not threading.main_thread():
+            return
+        self._previous_wake = signal.signal(WAKE_SIGNAL, _wake)
+        self._wake_installed = True
+
+    def _restore_wake_handler(self) -> None:
+        if self._wake_installed and threading.current_thread() is threading.main_thread():
+            signal.signal(
+                WAKE_SIGNAL, self._previous_wake if self._previous_wake is not None else signal.SIG_DFL
+            )
+            self._wake_installed = False
 
     def _close_window(self) -> None:
         """End the window; an exception ``cancel_run`` raised that has not fired yet is dropped."""
@@ -321,9 +346,9 @@ class InProcessRunner:
 
     def cancel_run(self, task_id: str, reason: str) -> bool:
         """Kill the programs of ``task_id``'s run here, then raise ``TaskCancelled`` into its task's code
-        (it takes effect at the task's next Python instruction: a task blocked in one long system call,
-        such as a single ``time.sleep``, ends when that call returns). A task granted ahead and not
-        started yet fails as it starts. False if it neither runs here nor waits to."""
+        (at its next Python instruction; in the main thread WAKE_SIGNAL cuts a blocking call short, in
+        another a blocking call ends first). A task granted ahead and not started yet fails as it starts.
+        False if it neither runs here nor waits to."""
         with self._window_lock:
             tag, thread = self._running_tag, self._window_thread
             if self._running != task_id or tag is None:
@@ -337,6 +362,8 @@ class InProcessRunner:
             process_tree.kill_tree(None, tag)
             if thread is not None:
                 _raise_in_thread(thread, TaskCancelled)
+                if self._wake_installed and thread == threading.main_thread().ident:
+                    signal.pthread_kill(thread, WAKE_SIGNAL)
         return True
 
     def starts_elsewhere(self, task_id: str) -> None:
@@ -406,12 +433,17 @@ class InProcessRunner:
     def shut_down(self) -> None:
         """Kill what the tasks run here left running; undelivered messages are dropped with their tasks."""
         self._inboxes.clear()
+        self._restore_wake_handler()
         if self._capture is not None:
             self._capture.release_console()
             self._capture = None
         if self._runs:
             process_tree.kill_tree(None, self._worker_tag, prefix=True)
             self._runs = 0
+
+
+def _wake(signum: int, frame: Any) -> None:
+    """WAKE_SIGNAL's handler: nothing to do; being run is what lets the pending exception fire."""
 
 
 def _raise_in_thread(thread: int, exception: type[BaseException] | None) -> None:

@@ -5,6 +5,7 @@ explanation and is not run again until forgiven; the ``luigi`` run exits as for 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from helpers.luigid import running_luigid, wait_until
 from helpers.scheduler import LockedScheduler
 from helpers.worker_process import alive, read_pids, start_worker, task_statuses, write_module
 
+from luigi.parameter import FloatParameter, Parameter
 from luigi.scheduler import Scheduler
 from luigi.scheduler.extensions import CANCELLED_EXPLANATION
 from luigi.task import Task
@@ -113,36 +115,59 @@ def test_cancel_task_must_be_posted(tmp_path: Path):
     assert reply.json()["error"] == "cancel_task changes scheduler state: send it with POST, not GET"
 
 
-def test_the_in_process_scheduler_cancels_a_task_run_by_a_worker_in_this_process(tmp_path: Path):
-    """``--local-scheduler`` has no visualiser, but API users call ``cancel_task`` on the Scheduler."""
-    started = tmp_path / "started"
+class Sleeper(Task):
+    """Writes ``started`` then sleeps a minute: in one call (``nap`` 60) or in short naps (0.05)."""
+
+    started = Parameter()
+    nap = FloatParameter()
+
+    def complete(self) -> bool:
+        return False
+
+    def run(self) -> None:
+        Path(self.started).write_text("yes")
+        give_up = time.monotonic() + 60
+        while time.monotonic() < give_up:
+            time.sleep(self.nap)
+
+
+@pytest.mark.parametrize(
+    ("in_main_thread", "nap"),
+    [(True, 60.0), (False, 0.05)],
+    ids=["main-thread-in-one-long-sleep", "other-thread-in-short-naps"],
+)
+def test_the_in_process_scheduler_cancels_a_task_run_by_a_worker_in_this_process(
+    tmp_path: Path, in_main_thread: bool, nap: float
+):
+    """``--local-scheduler`` has no visualiser, but API users call ``cancel_task`` on the Scheduler. In the
+    main thread even a task blocked in one long call is interrupted at once."""
+    task = Sleeper(started=str(tmp_path / "started"), nap=nap)
     scheduler = LockedScheduler(Scheduler(retry_delay=0))  # the test's thread calls it too
-
-    class Sleeper(Task):
-        def complete(self) -> bool:
-            return False
-
-        def run(self) -> None:
-            started.write_text("yes")
-            while True:
-                time.sleep(0.05)
+    results: list[bool] = []
 
     def cancel_once_running() -> bool:
-        return started.exists() and scheduler.cancel_task(Sleeper().task_id)["cancel_requested"]
+        return (tmp_path / "started").exists() and scheduler.cancel_task(task.task_id)["cancel_requested"]
 
-    with Worker(scheduler=scheduler, ping_interval=0.1) as worker:
-        worker.add(Sleeper())
-        canceller = _in_thread(lambda: wait_until(cancel_once_running, what="the task to run"))
-        assert worker.run() is False
-        canceller.join()
-    task = scheduler.task_list("", "")[Sleeper().task_id]
-    assert task["status"] == "FAILED"
-    assert json.loads(scheduler.fetch_error(Sleeper().task_id)["error"]) == CANCELLED_EXPLANATION
+    def run_worker() -> None:
+        with Worker(scheduler=scheduler, ping_interval=0.1) as worker:
+            worker.add(task)
+            results.append(worker.run())
+
+    began = time.monotonic()
+    canceller = _in_thread(lambda: wait_until(cancel_once_running, what="the task to run"))
+    if in_main_thread:
+        run_worker()
+    else:
+        runner = _in_thread(run_worker)
+        runner.join(timeout=60)
+    canceller.join()
+    assert results == [False]
+    assert time.monotonic() - began < 30  # not the minute the task would sleep
+    assert scheduler.task_list("", "")[task.task_id]["status"] == "FAILED"
+    assert json.loads(scheduler.fetch_error(task.task_id)["error"]) == CANCELLED_EXPLANATION
 
 
-def _in_thread(target):
-    import threading
-
+def _in_thread(target) -> threading.Thread:
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     return thread
