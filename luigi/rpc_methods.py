@@ -275,6 +275,7 @@ _METHODS: tuple[RpcMethod, ...] = (
     RpcMethod("re_enable_task", (_TASK_ID,), mutating=True),
     RpcMethod("forgive_failures", (_TASK_ID,), mutating=True),
     RpcMethod("mark_as_done", (_TASK_ID,), mutating=True),
+    RpcMethod("cancel_task", (_TASK_ID,), mutating=True),  # ours: kill a RUNNING task's run, no retry
     RpcMethod("set_task_status_message", (_TASK_ID, _param("status_message", "any")), mutating=True),
     RpcMethod("get_task_status_message", (_TASK_ID,), mutating=False),
     RpcMethod(

@@ -1,5 +1,5 @@
-"""The scheduler's RPC methods beyond Luigi's surface: what it offers, the run logs it keeps, the schedules
-``luigid`` runs. A mixin of ``Scheduler`` (``core``); Luigi clients never call these.
+"""The scheduler's RPC methods beyond Luigi's surface: what it offers, cancelling a run, the run logs it
+keeps, the schedules ``luigid`` runs. A mixin of ``Scheduler`` (``core``); Luigi clients never call these.
 """
 
 from __future__ import annotations
@@ -10,15 +10,44 @@ from luigi.scheduler.model.clock import Clock
 from luigi.scheduler.model.state import ACTIVE_RUN_STATUSES, SchedulerState
 from luigi.scheduler.schedules import ScheduleDesk
 from luigi.scheduler.store.task_logs import Running, TaskLogStore
+from luigi.task_status import RUNNING
+
+# What a cancelled run's failure says (the worker that kills the run reports it as the explanation).
+CANCELLED_EXPLANATION = "Cancelled from the visualiser"
+# The worker message that asks the worker running a task to kill that run (``Worker.cancel_task``).
+CANCEL_MESSAGE = "cancel_task"
 
 
 class ExtensionMethods:
-    """``scheduler_features``, the task-log calls and the ``schedule_*`` calls."""
+    """``scheduler_features``, ``cancel_task``, the task-log calls and the ``schedule_*`` calls."""
 
     _clock: Clock
     _state: SchedulerState
     _task_logs: TaskLogStore | None
     _schedules: ScheduleDesk
+
+    # -- cancelling a run (ours: the visualiser's Cancel button) --------------------------------------------
+
+    def cancel_task(self, task_id: str) -> dict[str, Any]:
+        """Ask the worker running ``task_id`` to kill its run, which then FAILS with
+        ``CANCELLED_EXPLANATION`` and is not retried until forgiven (``forgive_failures``).
+
+        The request is durable and reaches the worker with its next ``ping``. ``cancel_requested`` in the
+        answer says whether it was recorded; if not, ``problem`` says why (an unknown task, or one that is
+        not RUNNING) and nothing changed.
+        """
+        task = self._state.tasks.get(task_id)
+        if task is None:
+            problem = f"no task {task_id!r} is known to the scheduler: check the task id"
+            return {"task_id": task_id, "status": None, "cancel_requested": False, "problem": problem}
+        if task.status != RUNNING or task.worker_running is None:
+            problem = f"task {task_id!r} is {task.status}, not RUNNING: only a running task can be cancelled"
+            return {"task_id": task_id, "status": task.status, "cancel_requested": False, "problem": problem}
+        self._state.request_cancel(task, self._clock())
+        self._state.queue_worker_message(
+            task.worker_running, CANCEL_MESSAGE, task_id=task_id, reason=CANCELLED_EXPLANATION
+        )
+        return {"task_id": task_id, "status": task.status, "cancel_requested": True}
 
     # -- task run logs (ours: workers of this project ship them, a Luigi worker sends none) --------------
 

@@ -6,7 +6,8 @@ has a timeout) and sends back to the luigi worker, on a Dask event topic of its 
 - the events it fires (START, PROCESSING_TIME, ...), as long as their arguments travel as plain data.
 From the first event that does not (a FAILURE carrying its exception), events are kept in order and sent
 back with the outcome in ``RemoteRun``, so the luigi worker fires every event once, in the order fired.
-Scheduler messages for a task that accepts them arrive on a Dask queue named after the run.
+Scheduler messages for a task that accepts them arrive on a Dask queue named after the run; an operator's
+cancel of a run in a task slot arrives on another (the slot is killed with everything its task started).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from multiprocessing.connection import Connection, Pipe
 from typing import Any
 
 from luigi.task import Task
+from luigi.task_status import FAILED
 from luigi.worker.task_process import (
     FORWARDABLE_REPORTS,
     OutcomeBox,
@@ -58,6 +60,11 @@ class TheTask:
 def messages_queue_name(run_key: str) -> str:
     """The Dask queue that carries scheduler messages to the run ``run_key``."""
     return f"luigi-messages-{run_key}"
+
+
+def cancel_queue_name(run_key: str) -> str:
+    """The Dask queue on which the luigi worker asks the run ``run_key`` (in a task slot) to stop, and why."""
+    return f"luigi-cancel-{run_key}"
 
 
 def is_plain(value: Any) -> bool:
@@ -198,9 +205,8 @@ def run_on_dask_worker(
             make_task_process(task, reporter, options, None, results).run()
             outcome = results.take(task.task_id)
         else:
-            outcome = _run_in_slot(
-                make_task_process(task, reporter, options, timeout, None), deadline, channel, messages
-            )
+            process = make_task_process(task, reporter, options, timeout, None)
+            outcome = _run_in_slot(process, deadline, channel, messages, run_key)
     finally:
         if messages is not None:
             messages.close()
@@ -208,18 +214,27 @@ def run_on_dask_worker(
 
 
 def _run_in_slot(
-    process: TaskProcess, deadline: float, channel: EventChannel, messages: DaskMessageQueue | None
+    process: TaskProcess,
+    deadline: float,
+    channel: EventChannel,
+    messages: DaskMessageQueue | None,
+    run_key: str,
 ) -> TaskOutcome:
-    """Run ``process`` in a forked task slot, killed (with what it started) once ``deadline`` passes.
+    """Run ``process`` in a forked task slot, killed (with what it started) once ``deadline`` passes or
+    when the luigi worker cancels the run (FAILED with the reason it sent).
 
     The slot fires the task's events into a pipe of this process, which passes them to ``channel``; the
     events the slot pool fires here (TIMEOUT, PROCESS_FAILURE) go to the channel directly.
     """
+    import distributed
+
     from luigi.worker.slots.pool import SlotPool
 
     task = process.task
     events_in, events_out = Pipe(duplex=False)
     task.trigger_event = _firing_from_slot(os.getpid(), channel, events_out)
+    queue_class: Any = distributed.Queue  # untyped
+    cancels = queue_class(cancel_queue_name(run_key))
     pool = SlotPool()
     try:
         pool.start(process, deadline, {task.task_id: task}, None)
@@ -228,11 +243,15 @@ def _run_in_slot(
             _pass_slot_events(events_in, channel)
             _pass_messages(pool, task.task_id, messages)
             outcomes = pool.collect(time.time())
+            if not outcomes and cancels.qsize():
+                pool.kill_job(task.task_id)
+                outcomes = [TaskOutcome(task.task_id, FAILED, str(cancels.get()))]
             if outcomes:
                 _pass_slot_events(events_in, channel)
                 return outcomes[0]
     finally:
         pool.shut_down()
+        cancels.close()
         events_in.close()
         events_out.close()
 

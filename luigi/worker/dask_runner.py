@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -27,7 +28,13 @@ from luigi.event import Event
 from luigi.scheduler_api import SchedulerAPI
 from luigi.task import Task
 from luigi.task_status import FAILED
-from luigi.worker.dask_remote import RemoteRun, TheTask, messages_queue_name, run_on_dask_worker
+from luigi.worker.dask_remote import (
+    RemoteRun,
+    TheTask,
+    cancel_queue_name,
+    messages_queue_name,
+    run_on_dask_worker,
+)
 from luigi.worker.messages import Message
 from luigi.worker.task_process import FORWARDABLE_REPORTS, TaskOutcome, TaskRunOptions, TaskStatusReporter
 
@@ -92,6 +99,9 @@ class DaskRunner:
         self._client: DaskClient | None = self._connect()  # now: a wrong address stops the worker early
         self._running: dict[str, _Submitted] = {}
         self._finished: list[DaskFuture] = []
+        # Runs an operator cancelled, and why: cancelled by ``collect`` in the worker loop.
+        self._cancelled: dict[str, str] = {}
+        self._cancelled_lock = threading.Lock()
 
     def _connect(self) -> DaskClient:
         """A Dask client whose reports topic is new: reports of an earlier run cannot reach this one."""
@@ -131,7 +141,7 @@ class DaskRunner:
 
     def wait(self, longest: float) -> None:
         """Block until a run ends, a report arrives, a deadline's grace runs out, or ``longest`` seconds."""
-        if self._finished or not self._running:
+        if self._finished or self._cancelled or not self._running:
             return
         try:
             self._take(self._wakeups.get(timeout=self._wait_limit(longest)))
@@ -147,8 +157,9 @@ class DaskRunner:
         kind, payload = wakeup
         if kind == "done":
             self._finished.append(payload)
-        else:
+        elif kind == "report":
             self._apply_report(payload)
+        # ("cancel": only wakes the wait; ``collect`` cancels the run)
 
     def _apply_report(self, report: Any) -> None:
         """Apply a report or fire an event the run sent live; what is not of a running run is dropped."""
@@ -188,7 +199,42 @@ class DaskRunner:
         finished, self._finished = self._finished, []
         outcomes = [self._outcome(submitted) for submitted in self._take_submitted(finished)]
         outcomes.extend(self._cancel_overdue())
+        outcomes.extend(self._cancel_cancelled())
         return outcomes
+
+    def cancel_run(self, task_id: str, reason: str) -> bool:
+        """Have the run of ``task_id`` cancelled at the loop's next ``collect`` (within its wait), FAILED
+        with ``reason``; False if it does not run here."""
+        if task_id not in self._running:
+            return False
+        with self._cancelled_lock:
+            self._cancelled[task_id] = reason
+        self._wakeups.put(("cancel", task_id))
+        return True
+
+    def _cancel_cancelled(self) -> list[TaskOutcome]:
+        """Cancel the cancelled runs still going on the cluster (one that ended first keeps its outcome)."""
+        with self._cancelled_lock:
+            cancelled, self._cancelled = self._cancelled, {}
+        outcomes = []
+        for task_id, reason in cancelled.items():
+            submitted = self._running.get(task_id)
+            if submitted is not None:
+                self._stop_remote_run(self._forget(submitted), reason)
+                logger.info("Cancelled the run of %s on the cluster: %s", task_id, reason)
+                outcomes.append(TaskOutcome(task_id, FAILED, reason))
+        return outcomes
+
+    def _stop_remote_run(self, submitted: _Submitted, reason: str) -> None:
+        """Cancel the run's future; a run in a task slot (one with a timeout) is told to kill its slot and
+        what it started, as at its deadline. Dask cannot stop a run in a Dask worker's thread: that one
+        ends on its own, and its outcome is dropped."""
+        submitted.future.cancel()
+        if submitted.timeout is not None and self._client is not None:
+            import distributed
+
+            queue_class: Any = distributed.Queue  # untyped
+            queue_class(cancel_queue_name(submitted.run_key), client=self._client).put(reason)
 
     def _take_submitted(self, finished: list[DaskFuture]) -> list[_Submitted]:
         """The runs of these futures that are still ours (not timed out, nor of a cancelled run)."""

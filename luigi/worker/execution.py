@@ -15,9 +15,12 @@ ahead: a task granted ahead may still run in a slot, so it is told of those star
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import queue
+import signal
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -44,8 +47,18 @@ from luigi.worker.task_process import (
 logger = logging.getLogger("luigi-interface")
 
 
+# Sent to the main thread when its task is cancelled, so that a blocking call (a ``time.sleep``, a wait on a
+# program) returns at once and the exception raised into the task fires: ignored unless handled, so a stray
+# one harms nothing, and Python programs seldom handle it.
+WAKE_SIGNAL = signal.SIGURG
+
+
 class WorkerStopped(BaseException):
     """Raised into a task running in the worker's own process when the worker must stop now."""
+
+
+class TaskCancelled(BaseException):
+    """Raised into a task running in the worker's own process whose run an operator cancelled."""
 
 
 class TaskRunner(Protocol):
@@ -69,6 +82,13 @@ class TaskRunner(Protocol):
 
     def collect(self) -> list[TaskOutcome]:
         """The outcomes of the runs that ended since the last call, oldest first."""
+
+    def cancel_run(self, task_id: str, reason: str) -> bool:
+        """Kill the run of ``task_id`` with every process it started; its outcome is FAILED with ``reason``.
+
+        Called from the keep-alive thread (the scheduler's ``cancel_task`` message); False if the task
+        does not run here.
+        """
 
     def take_granted_ahead(self) -> dict[str, Any] | None:
         """A ``get_work`` reply the runner obtained while its tasks ran (asking ahead), to act on next."""
@@ -107,8 +127,9 @@ class RunnerChoice:
         return timeout is not None or self._worker_processes() > 1 or self._force_slots
 
     def start(self, task: Task, timeout: float | None) -> None:
-        """Run ``task`` in this process or in a slot, as ``needs_slot`` decides."""
-        if not self.needs_slot(timeout):
+        """Run ``task`` in this process or in a slot, as ``needs_slot`` decides (a task cancelled before
+        it started ends in this process, without running)."""
+        if not self.needs_slot(timeout) or self.in_process.cancelled_before_start(task.task_id):
             self.in_process.start(task, timeout)
             return
         if self.in_slots is None:
@@ -137,6 +158,13 @@ class RunnerChoice:
             self.in_process.saw_outcome(outcome)
         return outcomes
 
+    def cancel_run(self, task_id: str, reason: str) -> bool:
+        """Kill the run of ``task_id`` in whichever runner runs it."""
+        in_slots = self.in_slots
+        if in_slots is not None and in_slots.cancel_run(task_id, reason):
+            return True
+        return self.in_process.cancel_run(task_id, reason)
+
     def take_granted_ahead(self) -> dict[str, Any] | None:
         """The next grant an ask ahead brought (only the in-process runner asks ahead)."""
         return self.in_process.take_granted_ahead()
@@ -152,8 +180,8 @@ class RunnerChoice:
     def let_go(self, task_id: str) -> bool:
         """``task_id`` was handed to another worker: kill its run in a slot, or drop its grant made
         ahead; False when neither can be done (it runs in this process, or has ended)."""
-        cancel = getattr(self.in_slots, "cancel", None)  # a ``SlotRunner``'s
-        if cancel is not None and cancel(task_id):
+        let_go = getattr(self.in_slots, "let_go", None)  # a ``SlotRunner``'s
+        if let_go is not None and let_go(task_id):
             return True
         return self.in_process.forget_granted_ahead(task_id)
 
@@ -172,7 +200,8 @@ class InProcessRunner:
     whether it still takes new work (a worker phasing out asks for nothing more). Without ``ahead`` (the
     scheduler cannot be asked ahead, or ``[worker] lookahead`` is off) every task is asked for in turn.
     Each run's programs are tagged under ``worker_tag`` (``luigi.worker.process_tree``); what is left of
-    them is killed at ``shut_down``.
+    them is killed at ``shut_down``. A run is interrupted by an exception raised into it: ``WorkerStopped``
+    from a signal handler (``stop_now``), ``TaskCancelled`` from the keep-alive thread (``cancel_run``).
     """
 
     def __init__(
@@ -190,7 +219,15 @@ class InProcessRunner:
         self._worker_tag = worker_tag or process_tree.worker_tag()
         self._runs = 0
         self._running: str | None = None  # the task whose run() is on the stack now
-        self._stopped: str | None = None  # the task ``stop_now`` interrupted
+        self._running_tag: str | None = None  # the tag of that run's programs
+        self._interrupted: tuple[str, str] | None = None  # the task ``stop_now``/``cancel_run`` ended, why
+        # ``cancel_run`` raises into the thread running a task only while the run is in its task's code
+        # (the window): never into the worker's own code before or after it.
+        self._window_lock = threading.Lock()
+        self._cancel_at_start: dict[str, str] = {}  # granted ahead and cancelled: fails when it starts
+        self._window_thread: int | None = None  # the thread inside the window, or None
+        self._previous_wake: Any = None  # WAKE_SIGNAL's handler before ours, once ours is installed
+        self._wake_installed = False
         self._ahead = ahead
         self._get_work_kwargs = get_work_kwargs
         self._taking_work = taking_work
@@ -231,43 +268,103 @@ class InProcessRunner:
         previous = os.environ.get(process_tree.TAG_VARIABLE)
         os.environ[process_tree.TAG_VARIABLE] = tag
         try:
-            self._running = task_id
+            self._running, self._running_tag = task_id, tag
             log_tail = self._run_captured(process, reporter)
             outcome = results.take(task_id)
             outcome.log_tail = log_tail
-        except WorkerStopped:  # raised outside the task's own code, so TaskProcess did not catch it
+        except (WorkerStopped, TaskCancelled):  # raised outside what TaskProcess catches (its handlers)
+            self._close_window()
             outcome = TaskOutcome(task_id)
         finally:
-            self._running = None
+            self._running = self._running_tag = None
             if previous is None:
                 os.environ.pop(process_tree.TAG_VARIABLE, None)
             else:
                 os.environ[process_tree.TAG_VARIABLE] = previous
-        if self._stopped == task_id:
-            self._stopped = None
+        interrupted, self._interrupted = self._interrupted, None
+        if interrupted is not None and interrupted[0] == task_id:
             process_tree.kill_tree(None, tag)
-            outcome.status, outcome.expl, outcome.new_deps = FAILED, STOPPED_REASON, []
+            outcome.status, outcome.expl, outcome.new_deps = FAILED, interrupted[1], []
         return outcome
+
+    def _run_in_window(self, process: TaskProcess) -> None:
+        """``process.run()`` inside the window in which ``cancel_run`` may raise into this thread."""
+        with self._window_lock:
+            reason = self._cancel_at_start.pop(process.task.task_id, None)
+            if reason is not None:
+                self._interrupted = (process.task.task_id, reason)
+            if self._interrupted is not None:  # cancelled before its run got here: it does not start
+                raise TaskCancelled(self._interrupted[1])
+            self._window_thread = threading.get_ident()
+            self._install_wake_handler()
+        try:
+            process.run()
+        finally:
+            self._close_window()
+
+    def _install_wake_handler(self) -> None:
+        """Handle WAKE_SIGNAL (doing nothing) from the first run in the main thread to ``shut_down``: a
+        handled signal interrupts a blocking call, an ignored one would not."""
+        if self._wake_installed or threading.current_thread() is not threading.main_thread():
+            return
+        self._previous_wake = signal.signal(WAKE_SIGNAL, _wake)
+        self._wake_installed = True
+
+    def _restore_wake_handler(self) -> None:
+        if self._wake_installed and threading.current_thread() is threading.main_thread():
+            signal.signal(
+                WAKE_SIGNAL, self._previous_wake if self._previous_wake is not None else signal.SIG_DFL
+            )
+            self._wake_installed = False
+
+    def _close_window(self) -> None:
+        """End the window; an exception ``cancel_run`` raised that has not fired yet is dropped."""
+        with self._window_lock:
+            thread, self._window_thread = self._window_thread, None
+            if thread is not None:
+                _raise_in_thread(thread, None)
 
     def _run_captured(self, process: TaskProcess, reporter: TaskStatusReporter) -> dict[str, Any] | None:
         """Run the task here, its output kept as the run's log when the scheduler keeps logs; returns the
         log's last chunk, which goes with the run's final status."""
         if self._options.task_log_max_bytes <= 0:
-            process.run()
+            self._run_in_window(process)
             return None
         if self._capture is None:
             self._capture = OutputCapture.current()
             self._capture.hold_console()
         limit = self._options.task_log_max_bytes
         with captured_output(reporter.append_task_log, limit, process.task) as log:
-            process.run()
+            self._run_in_window(process)
         return log.tail if log is not None else None
 
     def stop_now(self) -> None:
         """Interrupt the task running in this process, if any (called from a signal handler)."""
         if self._running is not None:
-            self._stopped = self._running
+            self._interrupted = (self._running, STOPPED_REASON)
             raise WorkerStopped(STOPPED_REASON)
+
+    def cancel_run(self, task_id: str, reason: str) -> bool:
+        """Kill the programs of ``task_id``'s run here, then raise ``TaskCancelled`` into its task's code
+        (at its next Python instruction; in the main thread WAKE_SIGNAL cuts a blocking call short, in
+        another a blocking call ends first). A task granted ahead and not started yet fails as it starts.
+        False if it neither runs here nor waits to."""
+        with self._window_lock:
+            tag, thread = self._running_tag, self._window_thread
+            if self._running != task_id or tag is None:
+                if task_id not in self.granted_ahead():
+                    return False
+                self._cancel_at_start[task_id] = reason
+                return True
+            if self._interrupted is not None:
+                return True  # already being stopped or cancelled
+            self._interrupted = (task_id, reason)
+            process_tree.kill_tree(None, tag)
+            if thread is not None:
+                _raise_in_thread(thread, TaskCancelled)
+                if self._wake_installed and thread == threading.main_thread().ident:
+                    signal.pthread_kill(thread, WAKE_SIGNAL)
+        return True
 
     def starts_elsewhere(self, task_id: str) -> None:
         """Another runner starts ``task_id``: no ask ahead goes before it, so held reports go now."""
@@ -305,8 +402,20 @@ class InProcessRunner:
             self._ahead.finished(outcome.task_id, outcome.status == DONE)
 
     def take_granted_ahead(self) -> dict[str, Any] | None:
-        """The next grant an ask ahead brought, if any."""
-        return self._ahead.take() if self._ahead is not None else None
+        """The next grant an ask ahead brought, if any (a cancel of a grant dropped unstarted is dropped)."""
+        if self._ahead is None:
+            return None
+        grant = self._ahead.take()
+        if self._cancel_at_start:
+            waiting = {*self._ahead.queued(), grant.get("task_id") if grant is not None else None}
+            with self._window_lock:
+                for task_id in set(self._cancel_at_start) - waiting:
+                    del self._cancel_at_start[task_id]
+        return grant
+
+    def cancelled_before_start(self, task_id: str) -> bool:
+        """Whether ``task_id`` was granted ahead and cancelled: it fails here as it starts, never runs."""
+        return task_id in self._cancel_at_start
 
     def granted_ahead(self) -> list[str]:
         """Tasks granted ahead that have not started yet."""
@@ -324,9 +433,20 @@ class InProcessRunner:
     def shut_down(self) -> None:
         """Kill what the tasks run here left running; undelivered messages are dropped with their tasks."""
         self._inboxes.clear()
+        self._restore_wake_handler()
         if self._capture is not None:
             self._capture.release_console()
             self._capture = None
         if self._runs:
             process_tree.kill_tree(None, self._worker_tag, prefix=True)
             self._runs = 0
+
+
+def _wake(signum: int, frame: Any) -> None:
+    """WAKE_SIGNAL's handler: nothing to do; being run is what lets the pending exception fire."""
+
+
+def _raise_in_thread(thread: int, exception: type[BaseException] | None) -> None:
+    """Have ``exception`` raised in ``thread`` at its next Python instruction (None: drop a pending one)."""
+    what = ctypes.py_object(exception) if exception is not None else None
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), what)

@@ -265,12 +265,13 @@ class Worker:
     # -- messages from the scheduler ----------------------------------------------------------------
 
     def _handle_rpc_message(self, message: dict[str, Any]) -> None:
-        """Call the handler a ping reply names; only the two handlers below may be invoked remotely."""
+        """Call the handler a ping reply names; only the handlers below may be invoked remotely."""
         name = message.get("name") if isinstance(message, dict) else None
         kwargs = message.get("kwargs") if isinstance(message, dict) else None
         handlers: dict[str, Callable[..., None]] = {
             "set_worker_processes": self.set_worker_processes,
             "dispatch_scheduler_message": self.dispatch_scheduler_message,
+            "cancel_task": self.cancel_task,
         }
         if name not in handlers or not isinstance(kwargs, dict):
             logger.error("Worker %s has no handler for scheduler message %r", self._id, message)
@@ -288,6 +289,14 @@ class Worker:
         self._messages.dispatch(
             {**kwargs, "task_id": str(task_id), "message_id": message_id, "content": content}
         )
+
+    def cancel_task(self, task_id: str, reason: str) -> None:
+        """Kill the run of a task an operator cancelled (the scheduler's ``cancel_task`` message), with
+        every process it started; the run is reported FAILED with ``reason``."""
+        if not self._runner.cancel_run(task_id, reason):  # (a run granted ahead fails as it starts)
+            logger.warning("Not cancelling %s: it does not run in worker %s", task_id, self._id)
+            return
+        logger.info("Cancelling the run of %s: %s", task_id, reason)
 
     def _deliver_message(self, message: Message) -> None:
         """Give a message to its running task, through the runner that runs it."""

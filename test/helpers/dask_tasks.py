@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -130,3 +131,22 @@ class ListensOnDask(MaybeTimed):
         message.respond(f"heard {message.content} in {os.getpid()}")
         with self.output().open("w") as out:
             out.write(str(message))
+
+
+class RunsUntilCancelled(MaybeTimed):
+    """Starts a child (``sleep 300``), writes both pids to ``root/pids-<timed>``, then waits for
+    ``root/stop`` (a test makes it at its end: Dask cannot stop a run in a Dask worker's thread)."""
+
+    def output(self) -> luigi.LocalTarget:
+        return luigi.LocalTarget(str(Path(self.root) / f"never-{self.timed}"))
+
+    def run(self) -> None:
+        child = subprocess.Popen(["sleep", "300"])
+        (Path(self.root) / f"pids-{self.timed}").write_text(f"{os.getpid()}\n{child.pid}\n")
+        stop = Path(self.root) / "stop"
+        try:
+            while not stop.exists():
+                time.sleep(0.05)
+        finally:
+            child.kill()
+            child.wait()

@@ -22,6 +22,7 @@ VISUALISER_METHODS = ("task_counts", "task_page", "task_detail", "graph_view")  
 TASK_LOG_METHODS = ("scheduler_features", "append_task_log", "task_log")  # ours too
 # Ours too: the schedules luigid runs (luigi/schedules); an in-process scheduler answers that it has none.
 SCHEDULE_METHODS = ("schedule_list", "schedule_log", "schedule_pause", "schedule_resume", "schedule_trigger")
+OPERATOR_METHODS = ("cancel_task",)  # ours too: the visualiser's Cancel button
 READ_ONLY = {
     "count_pending",
     "graph",
@@ -60,7 +61,7 @@ def scheduler_methods() -> set[str]:
 
 
 def test_the_scheduler_exposes_exactly_the_39_registered_methods_plus_ours():
-    ours = len(VISUALISER_METHODS) + len(TASK_LOG_METHODS) + len(SCHEDULE_METHODS)
+    ours = len(VISUALISER_METHODS) + len(TASK_LOG_METHODS) + len(SCHEDULE_METHODS) + len(OPERATOR_METHODS)
     assert len(RPC_METHODS) == 39 + ours
     assert scheduler_methods() == set(RPC_METHODS)
 
@@ -218,6 +219,7 @@ SAMPLE_CALLS = [
     ("unpause", {}),
     ("update_resources", {"r": 2}),
     ("update_resource", {"resource": "r", "amount": 3}),
+    ("cancel_task", {"task_id": "B"}),
     ("mark_as_done", {"task_id": "B"}),
     ("forgive_failures", {"task_id": "A"}),
     ("re_enable_task", {"task_id": "A"}),

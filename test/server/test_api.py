@@ -96,6 +96,7 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("worker_list", {}),
     ("resource_list", {}),
     ("forgive_failures", {"task_id": "Leaf(n=2)"}),
+    ("cancel_task", {"task_id": "Leaf(n=1)"}),
     ("mark_as_done", {"task_id": "Leaf(n=1)"}),
     ("re_enable_task", {"task_id": "Leaf(n=2)"}),
     ("set_worker_processes", {"worker": W, "n": 3}),

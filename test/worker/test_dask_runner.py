@@ -15,6 +15,7 @@ from helpers.dask_tasks import (
     FansOutOnDask,
     ListensOnDask,
     RecordsWhereItRan,
+    RunsUntilCancelled,
     SleepsPastItsTimeout,
     WaitsForItsStartEvent,
     YieldsADependency,
@@ -24,6 +25,7 @@ from helpers.scheduler import LockedScheduler
 
 from luigi.event import Event
 from luigi.scheduler import Scheduler
+from luigi.scheduler.extensions import CANCELLED_EXPLANATION
 from luigi.task import Task
 from luigi.task_status import DONE, FAILED, RUNNING
 from luigi.worker import Worker
@@ -181,6 +183,41 @@ def test_a_task_past_its_timeout_fails_and_its_work_on_the_dask_worker_is_killed
     wait_until(lambda: not pid_alive(sleeper), 10, "the timed-out task's process to be killed")
     assert all(process.poll() is None for process in dask_cluster.workers.values())
     assert [name for name, _ in seen] == [Event.TIMEOUT]
+
+
+@pytest.mark.parametrize("timed", [True, False], ids=["in-a-slot", "in-a-dask-thread"])
+def test_a_task_cancelled_on_the_cluster_fails_at_once_and_a_run_in_a_slot_is_killed_with_its_child(
+    dask_cluster: DaskCluster, tmp_path: Path, timed: bool
+) -> None:
+    dask_cluster.configure()
+    scheduler = LockedScheduler(Scheduler(retry_delay=0))
+    task = RunsUntilCancelled(str(tmp_path), timed)
+    pids_file = tmp_path / f"pids-{timed}"
+
+    def cancel_once_started() -> None:
+        wait_until(lambda: pids_file.exists() and len(pids_file.read_text().split()) == 2, 60, "the run")
+        assert scheduler.cancel_task(task.task_id)["cancel_requested"] is True
+
+    try:
+        with Worker(scheduler=scheduler, ping_interval=0.1, wait_interval=0.1) as worker:
+            worker.add(task)
+            canceller = threading.Thread(target=cancel_once_started)
+            canceller.start()
+            assert worker.run() is False
+            canceller.join()
+        assert scheduler.task_list(FAILED, "").keys() == {task.task_id}
+        assert json.loads(scheduler.fetch_error(task.task_id)["error"]) == CANCELLED_EXPLANATION
+        run_pid, child = (int(pid) for pid in pids_file.read_text().split())
+        if timed:  # the slot forked on the Dask worker, and the program the task started
+            assert run_pid not in dask_cluster.worker_pids()
+            wait_until(
+                lambda: not pid_alive(run_pid) and not pid_alive(child), 5, "the slot and its child to die"
+            )
+        else:  # a Dask worker's thread: it cannot be killed, and runs on until the task lets go
+            assert run_pid in dask_cluster.worker_pids()
+    finally:
+        (tmp_path / "stop").touch()
+    assert all(process.poll() is None for process in dask_cluster.workers.values())
 
 
 def test_a_dask_worker_killed_mid_run_fails_its_tasks_which_are_retried_and_the_pipeline_completes(

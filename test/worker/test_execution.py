@@ -111,6 +111,9 @@ class FakeSlots:
     def deliver(self, task_id: str, message: Message) -> bool:
         return task_id in self.started
 
+    def cancel_run(self, task_id: str, reason: str) -> bool:
+        return False  # the tests here cancel no run in a slot (test_cancel.py runs real ones)
+
     def wait(self, longest: float) -> None:
         pass
 
@@ -171,10 +174,8 @@ def test_a_task_runs_in_a_slot_for_a_timeout_several_processes_or_when_forced_an
     assert [outcome.status for outcome in choice.collect()] == ([] if in_slot else [DONE])
 
 
-@pytest.mark.parametrize(("status", "taken"), [(DONE, True), (FAILED, False)])
-def test_a_grant_ahead_assuming_a_task_that_ran_in_a_slot_is_taken_only_if_that_task_finished_done(
-    status, taken
-):
+def granted_b_then_c_ahead() -> tuple[RunnerChoice, FakeSlots, AskingScheduler, dict[str, Any]]:
+    """A runner that ran ``a`` twice, asked ahead and took the grant of ``b``; ``c``'s grant waits."""
     a, b, c = (Step(name=name).task_id for name in "abc")
     grant_c = {"task_id": c, "assumes_done": [b]}
     scheduler = AskingScheduler({"task_id": b, "assumes_done": [a], "more_tasks": [grant_c]})
@@ -183,6 +184,15 @@ def test_a_grant_ahead_assuming_a_task_that_ran_in_a_slot_is_taken_only_if_that_
         choice.start(Step(name="a"), None)
         assert [outcome.status for outcome in choice.collect()] == [DONE]
     assert choice.take_granted_ahead()["task_id"] == b
+    return choice, slots, scheduler, grant_c
+
+
+@pytest.mark.parametrize(("status", "taken"), [(DONE, True), (FAILED, False)])
+def test_a_grant_ahead_assuming_a_task_that_ran_in_a_slot_is_taken_only_if_that_task_finished_done(
+    status, taken
+):
+    choice, slots, scheduler, grant_c = granted_b_then_c_ahead()
+    b, c = Step(name="b").task_id, grant_c["task_id"]
     assert choice.granted_ahead() == [c]
 
     choice.start(Step(name="b"), 5)  # granted ahead, but its timeout needs a slot: no ask goes before it
@@ -190,6 +200,27 @@ def test_a_grant_ahead_assuming_a_task_that_ran_in_a_slot_is_taken_only_if_that_
     slots.outcomes.append(TaskOutcome(b, status))
     assert [outcome.task_id for outcome in choice.collect()] == [b]
     assert choice.take_granted_ahead() == (grant_c if taken else None)
+
+
+@pytest.mark.parametrize("timeout", [None, 5], ids=["in-process", "would-need-a-slot"])
+def test_a_task_granted_ahead_and_cancelled_before_it_starts_fails_without_running(timeout):
+    choice, slots, _, grant_c = granted_b_then_c_ahead()
+    c = grant_c["task_id"]
+    choice.start(Step(name="b"), None)
+    assert [outcome.status for outcome in choice.collect()] == [DONE]
+    assert choice.granted_ahead() == [c]
+
+    assert choice.cancel_run(c, "Cancelled from the visualiser") is True
+    assert choice.take_granted_ahead() == grant_c
+    choice.start(Step(name="c"), timeout)
+    [outcome] = choice.collect()
+    assert (outcome.task_id, outcome.status, outcome.expl) == (c, FAILED, "Cancelled from the visualiser")
+    assert RAN == ["a", "a", "b"] and slots.started == []  # c never ran, here or in a slot
+
+
+def test_a_cancel_of_a_task_neither_running_nor_granted_ahead_is_refused():
+    choice, _ = runner_choice(AskingScheduler({"task_id": None}))
+    assert choice.cancel_run(Step(name="a").task_id, "why") is False
 
 
 def test_the_slot_runner_satisfies_the_protocol_and_never_asks_ahead():

@@ -66,6 +66,9 @@ class TaskRecord:
     # who lost its run of the task, while nobody has started it since (``rules.leases``): a dict of
     # ``worker``, ``ahead`` (a grant made ahead, put back) and ``failed_at`` (the failure the loss added)
     lost_lease: dict[str, Any] | None = None
+    # when an operator asked to cancel its run (``cancel_task``): kept while it runs and once it FAILED, so
+    # the failure is not retried until forgiven; any other status clears it (``SchedulerState``)
+    cancel_requested: float | None = None
     # derived: rebuilt from the fields above
     unfinished_deps: int = 0
     resource_key: ResourceKey = ()

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 STATUSES = (PENDING, RUNNING, DONE, FAILED, DISABLED, UNKNOWN, BATCH_RUNNING)
 ACTIVE_RUN_STATUSES = (RUNNING, BATCH_RUNNING)
+# A cancel request lasts while its run does and, once that run FAILED, until the task is forgiven.
+CANCEL_KEPT_STATUSES = (RUNNING, FAILED)
 
 
 class PlainFields(TypedDict, total=False):
@@ -196,6 +198,8 @@ class SchedulerState(LuigiStateNames):
         self.by_status[new_status][task.id] = task
         task.status = new_status
         task.updated = self.clock()
+        if task.cancel_requested is not None and new_status not in CANCEL_KEPT_STATUSES:
+            task.cancel_requested = None  # done, forgiven or handed out again: the cancel is over
         self._count_pending(task, +1)
         if DONE in (old_status, new_status):
             self._dependents_changed(task.id, -1 if new_status == DONE else +1)
@@ -346,6 +350,11 @@ class SchedulerState(LuigiStateNames):
             task.resources_running = None
         self.mark_changed(task.id)
 
+    def request_cancel(self, task: TaskRecord, now: float) -> None:
+        """Note that an operator asked at ``now`` to cancel the task's run (its failure is not retried)."""
+        task.cancel_requested = now
+        self.mark_changed(task.id)
+
     def release_resources(self, task: TaskRecord, decrease: dict[str, Any]) -> None:
         """Lower what a running task holds (never below 0)."""
         held = task.resources_running if task.resources_running is not None else {}
@@ -397,6 +406,11 @@ class SchedulerState(LuigiStateNames):
         self.mark_changed(task.id)
         if self.config.retry_delay >= 0:
             self.deadlines.remind_task(when, RETRY, task.id, when)
+
+    def clear_retry(self, task: TaskRecord) -> None:
+        """A FAILED task stays FAILED until forgiven (its run was cancelled): no retry is due."""
+        task.retry = None
+        self.mark_changed(task.id)
 
     def set_removal(self, task: TaskRecord, when: float | None) -> None:
         """Delete the task at ``when`` (None: keep it)."""

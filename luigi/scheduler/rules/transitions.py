@@ -52,7 +52,9 @@ class StatusRules:
         self.state.change_status(task, new_status)
         if new_status != old_status:
             self._report_transition(task, new_status)
-        if new_status == FAILED:
+        if new_status == FAILED and task.cancel_requested is not None:
+            self.state.clear_retry(task)  # cancelled by an operator: run again only when forgiven
+        elif new_status == FAILED:
             self.state.set_retry(task, now + policy.retry_delay(task, self.config.retry_delay))
             if remove_on_failure:
                 self.state.set_removal(task, now)

@@ -57,6 +57,7 @@ TASK_FIELDS: tuple[tuple[str, str], ...] = (
     ("batch_id", "text?"),
     ("owners", "list"),
     ("lost_lease", "dict?"),  # since schema version 2
+    ("cancel_requested", "time?"),  # since schema version 3
 )
 
 WORKER_FIELDS: tuple[tuple[str, str], ...] = (

@@ -46,7 +46,7 @@ def _column(name: str, kind: str) -> Column[Any]:
 
 
 # Task fields added after version 1: the version that added each (its column is added by that migration).
-LATER_TASK_FIELDS = {"lost_lease": 2}
+LATER_TASK_FIELDS = {"lost_lease": 2, "cancel_requested": 3}
 
 
 def _tasks_table(owner: MetaData, version: int) -> Table:
@@ -104,10 +104,16 @@ def _add_lost_lease(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE tasks ADD COLUMN lost_lease TEXT"))
 
 
+def _add_cancel_requested(conn: Connection) -> None:
+    # A time (``codec`` kind "time?"), in the type ``_column`` gives times; nullable: existing rows read None.
+    conn.execute(text("ALTER TABLE tasks ADD COLUMN cancel_requested DOUBLE PRECISION"))
+
+
 # Migration N takes a database at version N-1 to version N, inside the opening transaction.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "tasks, workers, resources, batchers, meta", _create_version_1),
     Migration(2, "tasks.lost_lease: who lost a run whose lease it may renew", _add_lost_lease),
+    Migration(3, "tasks.cancel_requested: a cancelled run, not retried till forgiven", _add_cancel_requested),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

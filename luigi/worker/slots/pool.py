@@ -285,7 +285,7 @@ class SlotPool:
                 self._discard(slot)
         return outcomes
 
-    def cancel(self, task_id: str) -> bool:
+    def kill_job(self, task_id: str) -> bool:
         """Kill the slot running ``task_id`` and every process of its task; its outcome is dropped."""
         slot = self.slot_running(task_id)
         if slot is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -39,6 +40,9 @@ class SlotRunner:
         self._opened = opened
         self.pool = SlotPool(worker_tag)
         self._unstarted: list[TaskOutcome] = []  # FAILED outcomes of tasks no slot could take
+        # Runs an operator cancelled, and why: killed by ``collect`` in the worker loop, which owns the pool.
+        self._cancelled: dict[str, str] = {}
+        self._cancelled_lock = threading.Lock()
 
     def start(self, task: Task, timeout: float | None) -> None:
         """Hand ``task`` to a slot (forking one if needed); a refused fork fails the task, not the worker."""
@@ -68,7 +72,7 @@ class SlotRunner:
 
     def wait(self, longest: float) -> None:
         """Block until a slot reports or exits, a deadline passes, or ``longest`` seconds."""
-        if self._unstarted or not self.pool:
+        if self._unstarted or self._cancelled or not self.pool:
             return
         logger.debug("%d tasks running in slots, waiting for one to finish", len(self.pool))
         self.pool.wait(longest, time.time())
@@ -77,11 +81,32 @@ class SlotRunner:
         """Outcomes of tasks that could not start, then of jobs that ended, died or ran out of time."""
         outcomes, self._unstarted = self._unstarted, []
         outcomes.extend(self.pool.collect(time.time()))
+        outcomes.extend(self._kill_cancelled())
         return outcomes
 
-    def cancel(self, task_id: str) -> bool:
+    def cancel_run(self, task_id: str, reason: str) -> bool:
+        """Have the run of ``task_id`` killed with its slot and process tree at the loop's next ``collect``
+        (within its wait), FAILED with ``reason``; False if no slot runs it."""
+        if self.pool.slot_running(task_id) is None:
+            return False
+        with self._cancelled_lock:
+            self._cancelled[task_id] = reason
+        return True
+
+    def _kill_cancelled(self) -> list[TaskOutcome]:
+        """Kill the cancelled runs still going (one that ended first keeps its own outcome)."""
+        with self._cancelled_lock:
+            cancelled, self._cancelled = self._cancelled, {}
+        outcomes = []
+        for task_id, reason in cancelled.items():
+            if self.pool.kill_job(task_id):
+                logger.info("Killed the run of %s: %s", task_id, reason)
+                outcomes.append(TaskOutcome(task_id, FAILED, reason))
+        return outcomes
+
+    def let_go(self, task_id: str) -> bool:
         """Kill the run of ``task_id`` with its process tree, no outcome kept; False if no slot runs it."""
-        return self.pool.cancel(task_id)
+        return self.pool.kill_job(task_id)
 
     def take_granted_ahead(self) -> dict[str, Any] | None:
         """Never anything: tasks in slots run while the worker asks, so there is no round trip to hide."""

@@ -167,7 +167,7 @@ def test_changes_survive_their_journal_line_including_non_finite_floats_and_unic
         ('{"v": 1, "tasks": []}', "tasks is [], expected an object of value lists"),
         (
             '{"v": 1, "tasks": {"A": {"id": "A"}}}',
-            "tasks row 'A' is {'id': 'A'}, expected a list of 34 values",
+            "tasks row 'A' is {'id': 'A'}, expected a list of 35 values",
         ),
         ('{"v": 1, "workers": {"w": [1]}}', "workers row 'w' is [1], expected a list of 9 values"),
         ('{"v": 1, "batchers": {"w": {}}}', "batchers of 'w' are {}, expected a list of rows"),
@@ -692,10 +692,11 @@ def test_a_journal_line_written_before_lost_lease_existed_is_replayed(state_file
     before.flush()
     entry = json.loads(journal_file.read_text().splitlines()[0])
     values = entry["tasks"]["A"]
-    del values[-2]  # lost_lease, the last field before seq: what the previous version journaled
+    del values[-3:-1]  # lost_lease and cancel_requested, the last fields before seq: what version 1 journaled
     json_line = json.dumps(entry)
     journal_file.write_text(json_line + "\n")
 
     after = open_scheduler(state_file, clock)
     assert statuses(after) == {"A": "PENDING"}
     assert after._state.tasks["A"].lost_lease is None
+    assert after._state.tasks["A"].cancel_requested is None

@@ -527,11 +527,54 @@ def test_a_lost_database_connection_is_opened_again_and_nothing_is_lost(clock):
         after.close()
 
 
+def test_a_cancel_request_survives_a_restart_and_the_cancelled_failure_is_not_retried(location, clock):
+    before = open_scheduler(location, clock, retry_delay=60)
+    before.add_task(worker=WORKER, task_id="A", family="A")
+    assert before.get_work(worker=WORKER)["task_id"] == "A"
+    assert before.cancel_task(task_id="A")["cancel_requested"] is True
+    before.flush()  # left open, as after kill -9
+
+    restarted = open_scheduler(location, clock, retry_delay=60)
+    assert restarted._state.tasks["A"].cancel_requested == START
+    messages = restarted.ping(worker=WORKER)["rpc_messages"]
+    assert [(m["name"], m["kwargs"]["task_id"]) for m in messages] == [("cancel_task", "A")]
+    restarted.add_task(worker=WORKER, task_id="A", status="FAILED", expl='"Cancelled from the visualiser"')
+    restarted.flush()
+
+    again = open_scheduler(location, clock, retry_delay=60)
+    clock.advance(600)
+    again.ping(worker=WORKER)
+    again.prune()
+    assert status_of(again, "A") == "FAILED"
+    again.forgive_failures(task_id="A")
+    assert again.get_work(worker=WORKER)["task_id"] == "A"
+
+
+def test_a_version_2_database_gets_the_cancel_requested_column_and_keeps_its_tasks(state_file, clock):
+    before = open_scheduler(state_file, clock)
+    before.add_task(worker=WORKER, task_id="A")
+    before.close()
+    with sqlite3.connect(state_file) as conn:  # what version 2 wrote: no cancel_requested column
+        conn.execute("ALTER TABLE tasks DROP COLUMN cancel_requested")
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    conn.close()
+
+    after = open_scheduler(state_file, clock)
+    assert status_of(after, "A") == "PENDING"
+    assert after._state.tasks["A"].cancel_requested is None
+    after.close()
+    with sqlite3.connect(state_file) as conn:
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(tasks)")]
+    conn.close()
+    assert "cancel_requested" in columns
+
+
 def test_a_version_1_database_gets_the_lost_lease_column_and_keeps_its_tasks(state_file, clock):
     before = open_scheduler(state_file, clock)
     before.add_task(worker=WORKER, task_id="A")
     before.close()
     with sqlite3.connect(state_file) as conn:  # what version 1 wrote: no lost_lease column
+        conn.execute("ALTER TABLE tasks DROP COLUMN cancel_requested")
         conn.execute("ALTER TABLE tasks DROP COLUMN lost_lease")
         conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     conn.close()

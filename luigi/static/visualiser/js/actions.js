@@ -10,8 +10,8 @@ const REPLY_TIMEOUT_MS = 60000;
 
 export function makeActions({ api, notify, refresh }) {
   /** Confirm (unless a form already did), call, report: the shape every action shares. */
-  async function perform({ title, body, confirmLabel, danger, call, done, confirmed = false }) {
-    if (!confirmed && !(await confirmAction({ title, body, confirmLabel, danger }))) return false;
+  async function perform({ title, body, confirmLabel, cancelLabel, danger, call, done, confirmed = false }) {
+    if (!confirmed && !(await confirmAction({ title, body, confirmLabel, cancelLabel, danger }))) return false;
     try {
       const result = await call();
       notify(typeof done === 'function' ? done(result) : done, 'success');
@@ -51,6 +51,20 @@ export function makeActions({ api, notify, refresh }) {
       danger: true,
       call: () => api.call('mark_as_done', { task_id: taskId }),
       done: (r) => `Marked as done: the task is now ${r && r.status ? r.status : 'DONE'}.`,
+    }),
+
+    cancelTask: (taskId) => perform({
+      title: 'Cancel the running task',
+      body: [el('p', { text: 'Its worker kills the run and every process it started. The task becomes FAILED and is not retried until you forgive its failures.' }), taskLine(taskId)],
+      confirmLabel: 'Cancel task',
+      cancelLabel: 'Keep it running',
+      danger: true,
+      call: async () => {
+        const answer = await api.call('cancel_task', { task_id: taskId });
+        if (!answer || !answer.cancel_requested) throw new Error(answer && answer.problem ? answer.problem : 'the scheduler refused');
+        return answer;
+      },
+      done: 'Cancel requested: the worker stops the task at its next ping.',
     }),
 
     reEnable: (taskId) => perform({

@@ -99,6 +99,7 @@ export class TaskDetail {
     if (task.status === FAILED) add('Forgive failures', () => actions.forgiveFailures(id), 'btn btn-primary');
     if (task.status === DISABLED && task.re_enable_able) add('Re-enable', () => actions.reEnable(id), 'btn btn-primary');
     if ([RUNNING, FAILED, DISABLED].includes(task.status)) add('Mark as done', () => actions.markAsDone(id));
+    if (task.status === RUNNING) add('Cancel', () => actions.cancelTask(id));
     if (task.status === RUNNING && task.accepts_messages) add('Send message…', () => actions.sendMessage(task));
     const graph = (invert) => el('a', {
       class: 'btn btn-link',

@@ -55,8 +55,8 @@ export function openForm({ title, body = [], fields = [], submitLabel = 'OK', da
 }
 
 /** Ask "are you sure?"; resolves true or false. */
-export async function confirmAction({ title, body, confirmLabel = 'Confirm', danger = false }) {
-  const answer = await openForm({ title, body, submitLabel: confirmLabel, danger, onSubmit: () => true });
+export async function confirmAction({ title, body, confirmLabel = 'Confirm', cancelLabel, danger = false }) {
+  const answer = await openForm({ title, body, submitLabel: confirmLabel, cancelLabel, danger, onSubmit: () => true });
   return answer === true;
 }
 
