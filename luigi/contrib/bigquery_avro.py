@@ -74,7 +74,8 @@ class BigQueryLoadAvro(BigQueryLoadTask):
 
         fs.download(uri, _HEAD_CHUNK, read_schema).close()
         if not found:
-            raise failures[-1]
+            last = failures[-1]
+            raise ValueError(f"{uri} holds no Avro header fastavro can read: {last}") from last
         return found[0]
 
     @staticmethod

@@ -82,6 +82,7 @@ class BigQueryStandIn(ScriptedJobs):
         self.failing_queries: dict[str, tuple[str, str]] = {}
         self.authorizations: list[str] = []
         self.requests: list[str] = []  # "METHOD /path" of every request, in order
+        self.downloads: list[tuple[str, int]] = []  # (path, bytes fetched) of each StorageFileSystem.download
         self.failures_ahead: list[int] = []  # the next requests get these 5xx answers (backendError)
 
     @property
@@ -191,7 +192,11 @@ def _parse(data: bytes, load: dict[str, Any]) -> list[dict[str, Any]]:
             dict(zip(names, row, strict=True))
             for row in csv.reader(lines, delimiter=load.get("fieldDelimiter", ","))
         ]
-    return [{"_source_format": source_format, "_bytes": len(data)}]  # AVRO and the rest are not read
+    if source_format == "AVRO":
+        import fastavro
+
+        return [dict(record) for record in fastavro.reader(io.BytesIO(data))]
+    raise NotImplementedError(f"the stand-in reads no {source_format} files")
 
 
 def _extract(state: BigQueryStandIn, extract: dict[str, Any]) -> None:
@@ -418,6 +423,7 @@ class StorageFileSystem(luigi.target.FileSystem):
             fp.write(data[start : start + chunksize])
             if chunk_callback(fp):
                 break
+        self.state.downloads.append((path, fp.tell()))
         fp.seek(0)
         return fp
 
