@@ -252,11 +252,11 @@ class BigQueryClient:
         options = {"cache_discovery": False, **self.discovery_build_kwargs}
         self._client = discovery.build("bigquery", "v2", **authenticate, **options)
 
-    def _execute(self, request: Any, **kwargs: Any) -> dict[str, Any]:
+    def _execute(self, request: Any, **kwargs: Any) -> Any:
         """Send ``request``; a connection that fails becomes BigQueryUnreachableError naming the endpoint."""
         httplib2 = require("httplib2", "bigquery", _FEATURE, _PACKAGE)
         try:
-            return dict(request.execute(**kwargs))
+            return request.execute(**kwargs)
         except (OSError, httplib2.HttpLib2Error) as exc:
             url = urlsplit(request.uri)  # the query may carry an API key: never shown
             raise BigQueryUnreachableError(

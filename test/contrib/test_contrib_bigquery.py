@@ -33,6 +33,7 @@ from luigi.contrib.bigquery import (
     SourceFormat,
     WriteDisposition,
 )
+from luigi.tools.range import RangeDaily
 
 pytest.importorskip("googleapiclient")
 
@@ -384,15 +385,32 @@ def test_bulk_complete_lists_each_dataset_once_and_keeps_the_days_whose_table_ex
     ]
 
 
-def test_bulk_complete_drives_a_daily_range(bq: BigQueryStandIn):
+class DailyEvents(BigQueryRunQueryTask):
+    date = luigi.DateParameter()
+    query = "SELECT * FROM raw.events"
+
+    def output(self) -> BigQueryTarget:
+        return target(f"events_{self.date:%Y%m%d}", dataset="y2026")
+
+
+def test_a_daily_range_runs_only_the_days_whose_table_bulk_complete_did_not_find(bq: BigQueryStandIn):
     bq.add_dataset("proj", "y2026")
-    bq.add_table("proj", "y2026", "events_20260101")
+    for day in ("20260101", "20260103"):
+        bq.add_table("proj", "y2026", f"events_{day}", [{"event": "old"}])
+    bq.query_rows["SELECT * FROM raw.events"] = [{"event": "new"}]
 
-    missing = luigi.tools.range.RangeDaily(
-        of=DayTable, start=datetime.date(2026, 1, 1), stop=datetime.date(2026, 1, 3)
-    ).missing_datetimes([datetime.datetime(2026, 1, 1), datetime.datetime(2026, 1, 2)])
+    now = int(datetime.datetime(2026, 1, 6).timestamp())
+    week = RangeDaily(
+        of=DailyEvents, start=datetime.date(2026, 1, 1), stop=datetime.date(2026, 1, 5), now=now
+    )
+    assert luigi.build([week], local_scheduler=True)
 
-    assert missing == [datetime.datetime(2026, 1, 2)]
+    written = [job.body["configuration"]["query"]["destinationTable"]["tableId"] for job in bq.jobs.values()]
+    assert sorted(written) == ["events_20260102", "events_20260104"]
+    assert bq.rows("proj", "y2026", "events_20260101") == [{"event": "old"}]
+    assert bq.rows("proj", "y2026", "events_20260104") == [{"event": "new"}]
+    # the days present were found in the dataset's listing, never read one by one
+    assert not [r for r in bq.requests if r.endswith(("/events_20260101", "/events_20260103"))]
 
 
 def test_the_client_manages_datasets_tables_and_copies(bq: BigQueryStandIn):
