@@ -190,7 +190,7 @@ def bq_retry(method: _Method) -> _Method:
         while True:
             try:
                 return method(client, *args, **kwargs)
-            except Exception as exc:  # noqa: B902  # only the retryable kinds are caught; the rest re-raise
+            except Exception as exc:  # _is_retryable decides; anything else re-raises at once
                 if attempt >= _RETRY_ATTEMPTS or not _is_retryable(exc):
                     raise
                 logger.warning("BigQuery call %s failed (attempt %d): %s", method.__name__, attempt, exc)

@@ -66,7 +66,7 @@ class BigQueryLoadAvro(BigQueryLoadTask):
                 fp.seek(0)
                 found.append(self._get_writer_schema(fastavro.reader(fp)))
                 return True
-            except Exception as exc:  # noqa: B902  # a header cut short fails in several ways; kept for the end
+            except Exception as exc:  # a header cut short fails in several ways; kept for the end
                 failures.append(exc)
                 return False
             finally:
@@ -100,5 +100,5 @@ class BigQueryLoadAvro(BigQueryLoadTask):
         super().run()
         try:
             self._set_output_doc(self._get_input_schema())
-        except Exception as exc:  # noqa: B902  # the data is loaded; a missing description must not fail it
+        except Exception as exc:  # the data is loaded; a missing description must not fail it
             logger.warning("Could not propagate the Avro doc to BigQuery table %s: %s", self.output(), exc)

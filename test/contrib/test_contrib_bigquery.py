@@ -509,3 +509,37 @@ def test_credentials_reach_bigquery_but_never_the_logs_or_reprs(
     assert f"Bearer {secret}" in bq.authorizations
     assert secret not in caplog.text
     assert secret not in repr(client) + repr(LoadWithToken()) + str(LoadWithToken().output())
+
+
+class LoadLocal(LoadClicks):
+    def requires(self) -> Source:
+        return Source("/data/clicks.json")
+
+
+def test_a_load_from_a_path_outside_cloud_storage_fails_naming_it(bq: BigQueryStandIn):
+    bq.objects["/data/clicks.json"] = b"{}"  # the input is there, but not where BigQuery can read it
+
+    error = build_failing(LoadLocal())
+
+    assert isinstance(error, ValueError)
+    assert str(error) == (
+        "LoadLocal(day=2026-01-01): BigQuery loads from Cloud Storage only, "
+        "and '/data/clicks.json' is not a gs:// URI"
+    )
+    assert not bq.jobs
+
+
+def test_an_extract_whose_input_is_not_one_bigquery_table_fails_naming_it(bq: BigQueryStandIn):
+    class ExportFiles(ExportClicks):
+        def requires(self) -> Source:
+            return Source("gs://bucket/clicks.json")
+
+    put_clicks(bq)
+    bq.objects["gs://bucket/clicks.json"] = b"{}"
+
+    error = build_failing(ExportFiles())
+
+    assert isinstance(error, TypeError)
+    assert str(error).startswith(
+        "ExportFiles(destination_format=CSV) must require exactly one task outputting"
+    )
