@@ -554,18 +554,19 @@ class MixinNaiveBulkComplete:
 
     @classmethod
     def bulk_complete(cls, parameter_tuples: Iterable[Any]) -> list[Any]:
-        task_cls: Any = cls  # mixed into a Task subclass
-        completed = []
-        for parameters in parameter_tuples:
-            if isinstance(parameters, (list, tuple)):
-                task = task_cls(*parameters)
-            elif isinstance(parameters, dict):
-                task = task_cls(**parameters)
-            else:
-                task = task_cls(parameters)
-            if task.complete():
-                completed.append(parameters)
-        return completed
+        return [
+            parameters for parameters in parameter_tuples if task_from_parameters(cls, parameters).complete()
+        ]
+
+
+def task_from_parameters(task_cls: Any, parameters: Any) -> Any:
+    """The task ``bulk_complete`` is asked about: a tuple or list of positional values, a dict of named
+    ones, or the single parameter's value."""
+    if isinstance(parameters, (list, tuple)):
+        return task_cls(*parameters)
+    if isinstance(parameters, dict):
+        return task_cls(**parameters)
+    return task_cls(parameters)
 
 
 class Config(Task):

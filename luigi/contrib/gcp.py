@@ -1,6 +1,7 @@
-"""Google Cloud credentials for the contrib modules that call Google's JSON APIs (``luigi.contrib.gcs``).
+"""Google Cloud credentials for the contrib modules that call Google's JSON APIs (``gcs``, ``bigquery``).
 
-Needs google-auth and google-api-python-client (the ``gcs`` extra), imported when credentials are looked for.
+Needs google-auth and google-api-python-client (the ``gcs`` and ``bigquery`` extras bring them), imported
+when credentials are looked for.
 """
 
 from __future__ import annotations
