@@ -32,7 +32,6 @@ from luigi.task_register import load_task
 from luigi.task_status import DONE, FAILED, RUNNING
 from luigi.worker import identity, process_tree
 from luigi.worker.config import EXECUTOR_DASK, dask, worker
-from luigi.worker.dask_runner import DaskRunner
 from luigi.worker.execution import InProcessRunner, RunnerChoice, TaskRunner
 from luigi.worker.get_work_reply import WORKER_STATE_DISABLED, WorkGrant
 from luigi.worker.graph_walk import FailureEmails, GraphWalk, TaskLedger, retry_policy_dict, validate_task
@@ -41,7 +40,6 @@ from luigi.worker.leases import Handover, LeaseBook
 from luigi.worker.lookahead import AheadAsker, Lookahead
 from luigi.worker.messages import Message, MessageRouter
 from luigi.worker.progress import ProgressLine, progress_line_for_terminal, progress_of
-from luigi.worker.slots import SlotRunner
 from luigi.worker.stopping import STOPPED_REASON, GracefulStop
 from luigi.worker.task_process import (
     OutcomeBox,
@@ -162,7 +160,10 @@ class Worker:
             task_process_context=config.task_process_context,
         )
         self._run_options.append(options)
+        # The Dask and slot runners are imported when chosen: a serial run in this process needs neither.
         if config.executor == EXECUTOR_DASK:
+            from luigi.worker.dask_runner import DaskRunner
+
             cluster = dask()
             return DaskRunner(
                 self._rpc, options, cluster.scheduler_address, cluster.connect_timeout, self._messages.open
@@ -177,10 +178,16 @@ class Worker:
             self._rpc, options, ahead, self._get_work_kwargs, self._taking_work, self._messages.open, tag
         )
         slot_options = dataclasses.replace(options, in_child_process=True)
+
+        def slots() -> TaskRunner:
+            from luigi.worker.slots import SlotRunner
+
+            return SlotRunner(self._rpc, slot_options, self._ledger.tasks, self._messages.open, tag)
+
         self._run_options.append(slot_options)
         return RunnerChoice(
             in_process,
-            lambda: SlotRunner(self._rpc, slot_options, self._ledger.tasks, self._messages.open, tag),
+            slots,
             lambda: self.worker_processes,
             config.force_multiprocessing,
         )

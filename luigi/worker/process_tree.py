@@ -16,8 +16,10 @@ import os
 import secrets
 import signal
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
-import psutil
+if TYPE_CHECKING:
+    import psutil
 
 TAG_VARIABLE = "LUIGI_TASK_RUN"
 
@@ -50,6 +52,8 @@ def set_parent_death_signal(signum: int) -> bool:
 
 def tagged_processes(tag: str, prefix: bool = False) -> list[psutil.Process]:
     """Processes of this user whose environment holds ``tag`` (or, with ``prefix``, a tag under it)."""
+    import psutil  # here and below: only a kill needs it, and most runs kill nothing
+
     found = []
     me = os.getpid()
     for process in psutil.process_iter():
@@ -65,6 +69,8 @@ def tagged_processes(tag: str, prefix: bool = False) -> list[psutil.Process]:
 
 
 def _descendants(pid: int) -> Iterator[psutil.Process]:
+    import psutil
+
     try:
         yield from psutil.Process(pid).children(recursive=True)
     except psutil.Error:
@@ -96,6 +102,8 @@ def kill_descendants(pid: int) -> int:
 
 
 def _kill_in_rounds(victims: Callable[[], list[psutil.Process]]) -> int:
+    import psutil
+
     killed: set[int] = set()
     for _ in range(_KILL_ROUNDS):
         fresh = [process for process in victims() if process.pid not in killed]
