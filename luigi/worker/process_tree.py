@@ -10,8 +10,6 @@ descendant or a group member. Slots also ask the kernel for a parent-death signa
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import secrets
 import signal
@@ -40,6 +38,9 @@ def run_tag(worker: str, number: int) -> str:
 
 def set_parent_death_signal(signum: int) -> bool:
     """Ask the kernel to send ``signum`` to this process when its parent dies (Linux only); True if set."""
+    import ctypes  # here: only a slot asks (slots.child imports it before forking); a serial run has none
+    import ctypes.util
+
     libc_name = ctypes.util.find_library("c")
     if libc_name is None:
         return False
