@@ -29,7 +29,8 @@ as an installed package has it. To measure an installed copy instead, install it
 (``python -m venv /tmp/v && /tmp/v/bin/pip install .``) and run this bench with that interpreter and
 ``--installed``, which leaves ``PYTHONPATH`` to the interpreter.
 
-Results are JSON lines on stdout, one per run, then a markdown table of the medians.
+Results are JSON lines on stdout, one per run, then a markdown table of the medians. The process workloads
+also give the CPU seconds the process used (``cpu_s``), which a busy machine disturbs less than wall time.
 """
 
 from __future__ import annotations
@@ -309,8 +310,8 @@ def markdown_table(results: list[dict]) -> str:
         key = (result["workload"], result["mode"], result["n"])
         groups.setdefault(key, {}).setdefault(result["side"], []).append(result)
     lines = [
-        "| workload | mode | N | side | runs | wall s | floor s | overhead µs/task | this/against |",
-        "|---|---|---:|---|---:|---:|---:|---:|---:|",
+        "| workload | mode | N | side | runs | wall s | floor s | overhead µs/task | cpu s | this/against |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for (workload, mode, n), by_side in groups.items():
         medians = {side: statistics.median(r["wall_s"] for r in runs) for side, runs in by_side.items()}
@@ -320,9 +321,15 @@ def markdown_table(results: list[dict]) -> str:
             overhead = statistics.median(r["overhead_us_per_task"] for r in runs)
             lines.append(
                 f"| {workload} | {mode} | {n} | {side} | {len(runs)} | {medians[side]:.3f} | {floor:.3f} "
-                f"| {overhead:.1f} | {ratio if side == 'this' else ''} |"
+                f"| {overhead:.1f} | {_median_cpu(runs)} | {ratio if side == 'this' else ''} |"
             )
     return "\n".join(lines)
+
+
+def _median_cpu(runs: list[dict]) -> str:
+    """The median CPU seconds of whole-process runs (steadier than wall time on a busy machine), else ''."""
+    cpu = [r["cpu_s"] for r in runs if "cpu_s" in r]
+    return f"{statistics.median(cpu):.3f}" if cpu else ""
 
 
 if __name__ == "__main__":

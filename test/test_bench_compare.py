@@ -71,6 +71,7 @@ def test_quick_runs_every_quick_workload_once_beside_its_floor(tmp_path):
         "import": 1,
     }
     assert {r["mode"] for r in results if r["workload"] in ("tiny", "wide", "noop-complete")} == {"local-w1"}
+    assert all(r["cpu_s"] > 0 for r in results if r["mode"] == "process")
     assert "| workload | mode | N | side | runs | wall s |" in table
     assert "| startup-complete | process | 11 | this | 1 |" in table
     assert list(tmp_path.iterdir()) == []  # every run's outputs were under BENCH_ROOT, and are cleaned up
