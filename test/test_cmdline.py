@@ -135,12 +135,15 @@ def test_python_m_luigi_runs_the_task_and_prints_the_summary(project):
     ).strip("\n")
 
 
-# What a --local-scheduler run with one worker does not need: the server, the databases, the e-mail builder,
-# the pool of parallel scheduling, the forked task slots, the Dask runner.
+# What a --local-scheduler run with one worker does not need: the server, the databases, the RPC client and
+# HTTP, e-mail, the pool of parallel scheduling, the forked task slots, the Dask runner.
 NOT_LOADED_BY_A_LOCAL_RUN = [
     "tornado",
     "sqlalchemy",
-    "email.mime",
+    "luigi.rpc.client",
+    "http.client",
+    "ssl",
+    "email",
     "multiprocessing.pool",
     "luigi.server",
     "luigi.db_task_history",

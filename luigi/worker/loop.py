@@ -21,10 +21,11 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from luigi import notifications
-from luigi.rpc import RemoteScheduler, RPCError
+from luigi.rpc import RPCError
+from luigi.rpc.recognise import is_our_client
 from luigi.rpc.retry import checked_ride_out
 from luigi.scheduler_api import SchedulerAPI
 from luigi.task import Task
@@ -50,6 +51,9 @@ from luigi.worker.task_process import (
     is_external,
     make_task_process,
 )
+
+if TYPE_CHECKING:
+    from luigi.rpc.client import RemoteScheduler
 
 logger = logging.getLogger("luigi-interface")
 
@@ -97,7 +101,7 @@ class Worker:
         self._scheduler = scheduler
         self._rpc = serialized(scheduler)
         # Decided once: only our RPC client rides out a restart, holds reports and asks ahead.
-        remote = scheduler if isinstance(scheduler, RemoteScheduler) else None
+        remote = scheduler if is_our_client(scheduler) else None
         if remote is not None:
             remote.unreachable_timeout = checked_ride_out(self._config.scheduler_unreachable_timeout)
         self.worker_processes = int(worker_processes)
@@ -254,7 +258,7 @@ class Worker:
     def _stop_now(self) -> None:
         """The grace is over or a second signal came: interrupt a task running in this process, and stop
         riding out an unreachable scheduler (a call gives up after its ordinary attempts)."""
-        if isinstance(self._scheduler, RemoteScheduler):
+        if is_our_client(self._scheduler):
             self._scheduler.unreachable_timeout = 0.0
         if self._in_process is not None:
             self._in_process.stop_now()
