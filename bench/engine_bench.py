@@ -6,6 +6,7 @@
 Outputs go to a fresh temporary folder under ``$BENCH_ROOT`` (default: the system temp dir); set
 ``BENCH_ROOT=/dev/shm`` to take the disk's file-creation cost out of the figures.
 Each case runs in a fresh subprocess (so peak memory is that run's own) with a fresh output folder.
+``python -m bench.compare`` runs these cases (and ``bench.luigid_bench``'s) beside their floor, and A/B.
 ``noop-complete`` runs the wide pipeline a second time over the outputs of the first, timing only the
 second run: it measures how fast already-done work is recognised.
 """
@@ -35,8 +36,13 @@ def root_task(shape: str, n: int):  # noqa: ANN201 - returns a task of the gener
 
 
 def run_case(shape: str, n: int, workers: int) -> dict[str, float]:
-    """Runs one case in this process and returns its measurements."""
+    """Runs one case in this process and returns its measurements (the engine's modules loaded beforehand,
+    which ``import luigi`` leaves to the first run, so the clock sees the run and not the imports)."""
     import luigi
+    import luigi.interface
+    import luigi.scheduler
+
+    luigi.scheduler.Scheduler  # noqa: B018 - the local scheduler's engine, imported on first use
 
     if shape == "noop-complete":
         luigi.build([root_task(shape, n)], local_scheduler=True, workers=workers, log_level="WARNING")

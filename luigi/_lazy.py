@@ -7,15 +7,24 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def lazy_names(package: str, modules: Mapping[str, str], namespace: dict[str, Any]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` for ``package``: each name in ``modules`` is imported from its module the
-    first time it is asked for, then kept in ``namespace`` (the package's globals) like any other name."""
+def lazy_names(
+    package: str,
+    names: Mapping[str, str],
+    namespace: dict[str, Any],
+    modules: Mapping[str, str] | None = None,
+) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for ``package``: each name in ``names`` is imported from its module, and each
+    name in ``modules`` is that module itself, the first time it is asked for; then it is kept in
+    ``namespace`` (the package's globals) like any other name."""
+    modules = modules or {}
 
     def __getattr__(name: str) -> Any:
-        module = modules.get(name)
-        if module is None:
+        if name in modules:
+            value = importlib.import_module(modules[name])
+        elif name in names:
+            value = getattr(importlib.import_module(names[name]), name)
+        else:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
         namespace[name] = value
         return value
 

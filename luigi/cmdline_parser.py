@@ -12,8 +12,10 @@ without a traceback; argparse itself only rejects unknown flags (exit code 2).
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import logging
+import shutil
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -79,13 +81,20 @@ class CmdlineParser:
         cls, cmdline_args: Sequence[str], allow_override: bool = False
     ) -> Iterator[CmdlineParser]:
         """Parse ``cmdline_args`` and make the parser active for the duration of the block."""
+        with cls(cmdline_args).active(allow_override) as parser:
+            yield parser
+
+    @contextmanager
+    def active(self, allow_override: bool = False) -> Iterator[CmdlineParser]:
+        """Make this parser the one parameters read their flags from for the duration of the block (the
+        ``luigi`` command parses once, then runs with it active)."""
+        cls = type(self)
         previous = cls._instance
         if previous is not None and not allow_override:
             raise RuntimeError("A CmdlineParser is already active; pass allow_override=True to replace it")
-        parser = cls(cmdline_args)
-        cls._instance = parser
+        cls._instance = self
         try:
-            yield parser
+            yield self
         finally:
             cls._instance = previous
 
@@ -96,6 +105,7 @@ class CmdlineParser:
         task; raises ``TaskClassNotFoundException`` for an unknown family.
         """
         args = list(cmdline_args)
+        _register_engine_flags()
         _import_module(_parse_leniently(_FlagSet.build(), args))
         # Parse again: the imported module may declare flags that change which word is the task.
         first_words = _parse_leniently(_FlagSet.build(), args)
@@ -143,7 +153,9 @@ class _FlagSet:
         # Unique prefixes abbreviate flags, as in Luigi: ``--local`` is ``--local-scheduler``. The early
         # passes (finding ``--module`` and the task) also see a root-task flag as a prefix of the flags
         # known so far, so ``--b 4`` exits 2 with "ambiguous option" when several flags start with it.
-        self.parser = argparse.ArgumentParser(add_help=False, allow_abbrev=True)
+        self.parser = argparse.ArgumentParser(
+            add_help=False, allow_abbrev=True, formatter_class=_formatter_for_this_terminal()
+        )
         self.parser.add_argument(
             "root_task", nargs="?", help="Task family to run. Is not optional.", metavar="Required root task"
         )
@@ -194,8 +206,20 @@ class _FlagSet:
         return self.global_flags + self.root_flags
 
 
+def _formatter_for_this_terminal() -> Any:
+    """argparse's help formatter with the terminal's width read once: argparse makes a formatter for every
+    flag it adds (to check its metavar), and reading the width each time was a fifth of a parse."""
+    return functools.partial(argparse.HelpFormatter, width=shutil.get_terminal_size().columns - 2)
+
+
 def _option_for(name: str) -> str:
     return "--" + name.replace("_", "-")
+
+
+def _register_engine_flags() -> None:
+    """Register the Configs behind the ``luigi`` command's own flags (``core``, ``[scheduler]``, ``[worker]``,
+    the e-mails) and the Range* tasks: ``luigi.interface`` does, and ``import luigi`` leaves it for now."""
+    import luigi.interface  # noqa: F401 - imported for its registrations
 
 
 def _parse_leniently(flags: _FlagSet, args: list[str]) -> argparse.Namespace:

@@ -15,12 +15,13 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-# As in Luigi, the scheduler and the worker are loaded with the interface, so that ``import luigi``
-# registers their Config classes (``--scheduler-*``, ``--worker-*``, ``--email-*`` flags) before any
-# command line is parsed; the scheduler first, then the worker: ``--help-all`` lists them in that order.
+# As in Luigi, the scheduler and the worker are loaded with the interface, so that their Config classes
+# (``--scheduler-*``, ``--worker-*``, ``--email-*`` flags) are registered before any command line is parsed
+# (``CmdlineParser`` imports this module first); the scheduler first, then the worker, then ``core`` and the
+# Range* tasks below: ``--help-all`` lists them in Luigi's order.
 # ``luigi.interface.scheduler``/``.worker``/``.rpc`` are those modules, as in Luigi (patching their names
 # reaches the factory below, which looks them up at each call).
-from luigi import lock, parameter, rpc, scheduler, worker
+from luigi import configuration, lock, parameter, rpc, scheduler, worker
 from luigi.cmdline_parser import CmdlineParser
 from luigi.execution_summary import LuigiRunResult
 from luigi.setup_logging import InterfaceLogging
@@ -275,4 +276,30 @@ def _run(
     if local_scheduler:
         args.append("--local-scheduler")
     with CmdlineParser.global_instance(args) as parser:
-        return _schedule_and_run([parser.get_task_obj()], worker_scheduler_factory)
+        return run_parsed(parser, worker_scheduler_factory)
+
+
+def run_parsed(parser: CmdlineParser, worker_scheduler_factory: Any = None) -> LuigiRunResult:
+    """Run the root task of a parsed command line whose parser is active (the ``luigi`` command's path)."""
+    return _schedule_and_run([parser.get_task_obj()], worker_scheduler_factory)
+
+
+def _autoload_range() -> bool:
+    """Luigi makes the Range* tasks known unless ``[core] autoload_range = false`` (absence warns)."""
+    try:
+        value = configuration.get_config().getboolean("core", "autoload_range", None)
+    except (configuration.ConfigError, ValueError):
+        return True  # a broken config file is reported where it is used, not at import
+    if value is None:
+        warnings.warn(
+            "Autoloading range tasks by default is deprecated; set [core] autoload_range = true "
+            "to keep it (or false to skip it).",
+            DeprecationWarning,
+            stacklevel=1,  # attributed to luigi itself, so hidden by Python's default warning filters
+        )
+        return True
+    return bool(value)
+
+
+if _autoload_range():
+    from luigi.tools import range  # noqa: F401,E402 - makes RangeDaily & co. known to the command line

@@ -14,13 +14,13 @@ import os
 import socket
 import sys
 from collections.abc import Iterable, Mapping
-from email.mime.image import MIMEImage
-from email.mime.multipart import MIMEMultipart
-from email.mime.text import MIMEText
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from luigi import parameter
 from luigi.task import Config, Task
+
+if TYPE_CHECKING:
+    from email.mime.multipart import MIMEMultipart
 
 __all__ = [
     "DEBUG",
@@ -162,6 +162,11 @@ def generate_email(
     image_png: str | Iterable[str] | None = None,
 ) -> MIMEMultipart:
     """A MIME multipart message: the body as ``text/<[email] format>`` plus any PNG files attached inline."""
+    # Imported here: the email package is a tenth of a run's imports, and most runs send no e-mail.
+    from email.mime.image import MIMEImage
+    from email.mime.multipart import MIMEMultipart
+    from email.mime.text import MIMEText
+
     root = MIMEMultipart("related")
     root.attach(MIMEText(message, email().format, "utf-8"))
     for path in _as_paths(image_png):

@@ -9,10 +9,13 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from luigi import execution_summary, parameter
 from luigi.task import Config
+
+if TYPE_CHECKING:
+    from luigi.cmdline_parser import CmdlineParser
 
 __all__ = ["retcode", "run_with_retcodes"]
 
@@ -59,21 +62,22 @@ def run_with_retcodes(argv: Sequence[str]) -> NoReturn:
     errors print one line in the form of the last line of Python's traceback, with no traceback.
     """
     from luigi import interface
-    from luigi.cmdline_parser import CmdlineParser
 
     argv = list(argv)
-    codes = _read_retcodes(argv)
-    try:
-        worker = interface._run(argv).worker
-    except interface.PidLockAlreadyTakenExit:
-        sys.exit(codes.already_running)
-    except Exception as exc:
-        if isinstance(exc, _user_errors()):
-            _report_user_error(exc, argv)
-        else:
-            _log_unhandled(exc, argv)
-        sys.exit(codes.unhandled_exception)
-    with CmdlineParser.global_instance(argv):  # tasks' requires() may read --Family-param values
+    parser = _parse_command_line(argv)
+    # One parse serves the [retcode] values, the run and the exit code (requires() may read its flags).
+    with parser.active():
+        codes = _read_retcodes(argv)
+        try:
+            worker = interface.run_parsed(parser).worker
+        except interface.PidLockAlreadyTakenExit:
+            sys.exit(codes.already_running)
+        except Exception as exc:
+            if isinstance(exc, _user_errors()):
+                _report_user_error(exc, argv)
+            else:
+                _log_unhandled(exc, argv)
+            sys.exit(codes.unhandled_exception)
         sys.exit(_exit_code_for(worker, codes))
 
 
@@ -82,18 +86,17 @@ def run_with_retcodes(argv: Sequence[str]) -> NoReturn:
 _BEFORE_THE_RUN = 1
 
 
-def _read_retcodes(argv: list[str]) -> Any:
-    """The ``[retcode]`` values, honouring ``--retcode-*`` flags; a bad command line is reported and ends us.
+def _parse_command_line(argv: list[str]) -> CmdlineParser:
+    """The parsed command line; a bad one is reported and ends us.
 
-    The command line is parsed here first, so mistakes in it (unknown task, a misspelt ``--module``) are
-    reported before anything runs. A flag value that does not parse is one Luigi finds building the
+    The command line is parsed before anything runs, so mistakes in it (unknown task, a misspelt
+    ``--module``) are reported first. A flag value that does not parse is one Luigi finds building the
     task, in the run (exit ``unhandled_exception``), unless it is a ``--retcode-*`` one.
     """
     from luigi.cmdline_parser import CmdlineParser, InvalidParameterValueException
 
     try:
-        with CmdlineParser.global_instance(argv):
-            return retcode()
+        return CmdlineParser(argv)
     except InvalidParameterValueException as exc:
         _report_user_error(exc, argv)
         sys.exit(_BEFORE_THE_RUN if exc.family == "retcode" else _configured_unhandled_exception_code())
@@ -101,6 +104,16 @@ def _read_retcodes(argv: list[str]) -> Any:
         if not _is_missing_module_flag(exc, argv):
             raise  # a bug inside the user's module: Python's traceback says where, as in Luigi
         _report_user_error(exc, argv)
+    except _user_errors() as exc:
+        _report_user_error(exc, argv)
+    sys.exit(_BEFORE_THE_RUN)
+
+
+def _read_retcodes(argv: list[str]) -> Any:
+    """The ``[retcode]`` values, the active command line's ``--retcode-*`` flags over the config; values
+    that cannot be read are reported and end us before the run."""
+    try:
+        return retcode()
     except _user_errors() as exc:
         _report_user_error(exc, argv)
     sys.exit(_BEFORE_THE_RUN)

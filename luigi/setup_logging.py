@@ -8,7 +8,6 @@ at most once per process, and not at all with ``[core] no_configure_logging = tr
 from __future__ import annotations
 
 import logging
-import logging.config
 import os
 from typing import Any, ClassVar
 
@@ -78,6 +77,8 @@ class BaseLogging:
         config = cls._get_config()
         if isinstance(config, configuration.LuigiConfigParser) or "logging" not in config:
             return False
+        import logging.config  # here and below: most runs configure logging without it
+
         logging.config.dictConfig(_thawed(config["logging"]))
         return True
 
@@ -167,6 +168,8 @@ def _file_config(path: str | None, origin: str, **options: Any) -> bool:
         return False
     if not os.path.exists(path):
         raise OSError(f"Error: Unable to locate specified logging configuration file! ({path!r}, {origin})")
+    import logging.config
+
     logging.config.fileConfig(path, **options)
     return True
 

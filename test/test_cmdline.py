@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -132,6 +133,46 @@ def test_python_m_luigi_runs_the_task_and_prints_the_summary(project):
         This progress looks :) because there were no failed tasks or missing dependencies
         """
     ).strip("\n")
+
+
+# What a --local-scheduler run with one worker does not need: the server, the databases, the RPC client and
+# HTTP, e-mail, the pool of parallel scheduling, the forked task slots, the Dask runner.
+NOT_LOADED_BY_A_LOCAL_RUN = [
+    "tornado",
+    "sqlalchemy",
+    "luigi.rpc.client",
+    "http.client",
+    "ssl",
+    "email",
+    "multiprocessing.pool",
+    "luigi.server",
+    "luigi.db_task_history",
+    "luigi.worker.slots",
+    "luigi.worker.dask_runner",
+]
+IMPORTS_SEEN = textwrap.dedent(
+    """
+    import atexit, json, sys
+    from pipeline import Hello  # noqa: F401 - the task the command line names
+
+    atexit.register(lambda: open("modules.json", "w").write(json.dumps(sorted(sys.modules))))
+    """
+)
+
+
+def test_a_local_run_and_its_already_complete_rerun_import_no_server_database_email_or_pool(project):
+    (project / "seen.py").write_text(IMPORTS_SEEN)
+    for run in ("fresh", "already complete"):
+        done = run_command(
+            [str(BIN / "luigi"), "--module", "seen", "Hello", "--local-scheduler"],
+            project,
+            pythonpath=project,
+        )
+        assert done.returncode == 0, done.stderr
+        modules = set(json.loads((project / "modules.json").read_text()))
+        assert [name for name in NOT_LOADED_BY_A_LOCAL_RUN if name in modules] == [], run
+        assert "luigi.worker.loop" in modules  # the run did happen in this process
+    assert (project / "hello.txt").read_text() == "hello"
 
 
 def test_failed_task_exits_with_retcode_config_and_summary_says_why(project):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import http.client
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from luigi.rpc.calls import BatchItemError, EncodedCall, batch_errors
-from luigi.rpc.connection import HTTPAnswer
+
+if TYPE_CHECKING:
+    from luigi.rpc.connection import HTTPAnswer
 
 
 class RPCError(Exception):
@@ -85,6 +86,8 @@ def error_message(answer: HTTPAnswer) -> str:
     start, end = text.find("<title>"), text.find("</title>")
     if 0 <= start < end:
         text = text[start + len("<title>") : end].strip()
+    import http.client  # here: the worker catches these errors without loading the HTTP client
+
     return text or http.client.responses.get(answer.status, "error")
 
 

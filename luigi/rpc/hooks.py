@@ -11,8 +11,6 @@ import logging
 import sys
 from typing import Any, cast
 
-from luigi.rpc import fetchers
-
 __all__ = ["fetcher_class", "logger", "rpc_logger"]
 
 logger = logging.getLogger("luigi-interface")
@@ -32,6 +30,8 @@ def rpc_logger() -> logging.Logger:
 def fetcher_class() -> Any:
     """What a client built now makes its fetcher with: ``luigi.rpc.RequestsFetcher`` when
     ``luigi.rpc.HAS_REQUESTS``, else ``luigi.rpc.URLLibFetcher``."""
+    from luigi.rpc import fetchers  # here: retry's logger comes through this module, the fetchers need not
+
     if _package_attribute("HAS_REQUESTS", fetchers.HAS_REQUESTS):
         return _package_attribute("RequestsFetcher", fetchers.RequestsFetcher)
     return _package_attribute("URLLibFetcher", fetchers.URLLibFetcher)

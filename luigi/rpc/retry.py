@@ -16,7 +16,6 @@ the URL and the fix.
 
 from __future__ import annotations
 
-import http.client
 import random
 import time
 from collections.abc import Callable
@@ -60,6 +59,8 @@ def is_unreachable(error: BaseException) -> bool:
         return False
     if error.status is not None:
         return error.status >= 500
+    import http.client  # here: the worker imports this module without loading the HTTP client
+
     return isinstance(error.sub_exception, (OSError, http.client.HTTPException))
 
 

@@ -9,7 +9,6 @@ so that clients newer or older than this scheduler keep working.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -466,6 +465,8 @@ class Scheduler(ReadMethods, ExtensionMethods):
         """Queue a message for a task running on ``worker``; it is delivered through ``ping``."""
         if not self._config.send_messages:
             return {"message_id": None}
+        import uuid  # here: few runs send messages, and a local run's start should not pay for it
+
         message_id = str(uuid.uuid4())
         self._state.queue_worker_message(
             worker, "dispatch_scheduler_message", task_id=task, message_id=message_id, content=content

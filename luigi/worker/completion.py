@@ -14,8 +14,10 @@ import multiprocessing
 import queue
 import traceback
 from collections import deque
-from multiprocessing.pool import Pool
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from multiprocessing.pool import Pool  # the pool itself is imported only by a parallel add
 
 logger = logging.getLogger("luigi-interface")
 

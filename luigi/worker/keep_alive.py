@@ -7,7 +7,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, cast
 
-from luigi.rpc import NoSchedulerError, RemoteScheduler, RPCError
+from luigi.rpc import NoSchedulerError, RPCError
+from luigi.rpc.recognise import is_our_client
 from luigi.scheduler_api import SchedulerAPI
 from luigi.worker.get_work_reply import WorkGrant
 from luigi.worker.leases import LeaseBook
@@ -21,7 +22,7 @@ def serialized(scheduler: SchedulerAPI) -> SchedulerAPI:
     A ``RemoteScheduler`` takes its own lock once per call; anything else (the in-process ``Scheduler``
     is plain data without locks) is seen through ``SerializedScheduler``.
     """
-    if isinstance(scheduler, RemoteScheduler):
+    if is_our_client(scheduler):
         return scheduler
     return cast(SchedulerAPI, SerializedScheduler(scheduler))  # each of its methods, behind the lock
 

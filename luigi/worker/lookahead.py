@@ -17,10 +17,13 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from luigi.rpc import RemoteScheduler, RPCError
+from luigi.rpc import RPCError
 from luigi.rpc.retry import is_unreachable
+
+if TYPE_CHECKING:
+    from luigi.rpc.client import RemoteScheduler
 
 logger = logging.getLogger("luigi-interface")
 

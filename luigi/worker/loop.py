@@ -21,10 +21,11 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from luigi import notifications
-from luigi.rpc import RemoteScheduler, RPCError
+from luigi.rpc import RPCError
+from luigi.rpc.recognise import is_our_client
 from luigi.rpc.retry import checked_ride_out
 from luigi.scheduler_api import SchedulerAPI
 from luigi.task import Task
@@ -32,7 +33,6 @@ from luigi.task_register import load_task
 from luigi.task_status import DONE, FAILED, RUNNING
 from luigi.worker import identity, process_tree
 from luigi.worker.config import EXECUTOR_DASK, dask, worker
-from luigi.worker.dask_runner import DaskRunner
 from luigi.worker.execution import InProcessRunner, RunnerChoice, TaskRunner
 from luigi.worker.get_work_reply import WORKER_STATE_DISABLED, WorkGrant
 from luigi.worker.graph_walk import FailureEmails, GraphWalk, TaskLedger, retry_policy_dict, validate_task
@@ -41,7 +41,6 @@ from luigi.worker.leases import Handover, LeaseBook
 from luigi.worker.lookahead import AheadAsker, Lookahead
 from luigi.worker.messages import Message, MessageRouter
 from luigi.worker.progress import ProgressLine, progress_line_for_terminal, progress_of
-from luigi.worker.slots import SlotRunner
 from luigi.worker.stopping import STOPPED_REASON, GracefulStop
 from luigi.worker.task_process import (
     OutcomeBox,
@@ -52,6 +51,9 @@ from luigi.worker.task_process import (
     is_external,
     make_task_process,
 )
+
+if TYPE_CHECKING:
+    from luigi.rpc.client import RemoteScheduler
 
 logger = logging.getLogger("luigi-interface")
 
@@ -99,7 +101,7 @@ class Worker:
         self._scheduler = scheduler
         self._rpc = serialized(scheduler)
         # Decided once: only our RPC client rides out a restart, holds reports and asks ahead.
-        remote = scheduler if isinstance(scheduler, RemoteScheduler) else None
+        remote = scheduler if is_our_client(scheduler) else None
         if remote is not None:
             remote.unreachable_timeout = checked_ride_out(self._config.scheduler_unreachable_timeout)
         self.worker_processes = int(worker_processes)
@@ -162,7 +164,10 @@ class Worker:
             task_process_context=config.task_process_context,
         )
         self._run_options.append(options)
+        # The Dask and slot runners are imported when chosen: a serial run in this process needs neither.
         if config.executor == EXECUTOR_DASK:
+            from luigi.worker.dask_runner import DaskRunner
+
             cluster = dask()
             return DaskRunner(
                 self._rpc, options, cluster.scheduler_address, cluster.connect_timeout, self._messages.open
@@ -177,10 +182,16 @@ class Worker:
             self._rpc, options, ahead, self._get_work_kwargs, self._taking_work, self._messages.open, tag
         )
         slot_options = dataclasses.replace(options, in_child_process=True)
+
+        def slots() -> TaskRunner:
+            from luigi.worker.slots import SlotRunner
+
+            return SlotRunner(self._rpc, slot_options, self._ledger.tasks, self._messages.open, tag)
+
         self._run_options.append(slot_options)
         return RunnerChoice(
             in_process,
-            lambda: SlotRunner(self._rpc, slot_options, self._ledger.tasks, self._messages.open, tag),
+            slots,
             lambda: self.worker_processes,
             config.force_multiprocessing,
         )
@@ -247,7 +258,7 @@ class Worker:
     def _stop_now(self) -> None:
         """The grace is over or a second signal came: interrupt a task running in this process, and stop
         riding out an unreachable scheduler (a call gives up after its ordinary attempts)."""
-        if isinstance(self._scheduler, RemoteScheduler):
+        if is_our_client(self._scheduler):
             self._scheduler.unreachable_timeout = 0.0
         if self._in_process is not None:
             self._in_process.stop_now()

@@ -10,14 +10,14 @@ descendant or a group member. Slots also ask the kernel for a parent-death signa
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import secrets
 import signal
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
-import psutil
+if TYPE_CHECKING:
+    import psutil
 
 TAG_VARIABLE = "LUIGI_TASK_RUN"
 
@@ -38,6 +38,9 @@ def run_tag(worker: str, number: int) -> str:
 
 def set_parent_death_signal(signum: int) -> bool:
     """Ask the kernel to send ``signum`` to this process when its parent dies (Linux only); True if set."""
+    import ctypes  # here: only a slot asks (slots.child imports it before forking); a serial run has none
+    import ctypes.util
+
     libc_name = ctypes.util.find_library("c")
     if libc_name is None:
         return False
@@ -50,6 +53,8 @@ def set_parent_death_signal(signum: int) -> bool:
 
 def tagged_processes(tag: str, prefix: bool = False) -> list[psutil.Process]:
     """Processes of this user whose environment holds ``tag`` (or, with ``prefix``, a tag under it)."""
+    import psutil  # here and below: only a kill needs it, and most runs kill nothing
+
     found = []
     me = os.getpid()
     for process in psutil.process_iter():
@@ -65,6 +70,8 @@ def tagged_processes(tag: str, prefix: bool = False) -> list[psutil.Process]:
 
 
 def _descendants(pid: int) -> Iterator[psutil.Process]:
+    import psutil
+
     try:
         yield from psutil.Process(pid).children(recursive=True)
     except psutil.Error:
@@ -96,6 +103,8 @@ def kill_descendants(pid: int) -> int:
 
 
 def _kill_in_rounds(victims: Callable[[], list[psutil.Process]]) -> int:
+    import psutil
+
     killed: set[int] = set()
     for _ in range(_KILL_ROUNDS):
         fresh = [process for process in victims() if process.pid not in killed]

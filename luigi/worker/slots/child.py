@@ -13,6 +13,7 @@ either kills the running task's whole tree (``luigi.worker.process_tree``) and e
 
 from __future__ import annotations
 
+import ctypes.util  # noqa: F401 - imported before the fork, so no slot imports it (set_parent_death_signal)
 import gc
 import os
 import queue
