@@ -185,6 +185,7 @@ class Register(abc.ABCMeta):
 
         Computed on demand because a family can change after registration (decorators rename classes).
         """
+        _register_engine_classes()
         reg = _RegistrySnapshot()
         task_cls: Any
         for task_cls in Register._reg:
@@ -252,6 +253,22 @@ class Register(abc.ABCMeta):
         if candidates:
             return f"No task {task_name}. Did you mean: {', '.join(candidates)}?"
         return f"No task {task_name}. Candidates are: {Register.tasks_str()}"
+
+
+_engine_registered = False
+
+
+def _register_engine_classes() -> None:
+    """Load the engine's Config classes and the Range* tasks before the registry is read by name.
+
+    Luigi registers them when ``luigi`` is imported; ours come with ``luigi.interface``, loaded on first
+    use, so ``Register.get_task_cls("RangeDaily")`` after a bare ``import luigi`` still finds them.
+    """
+    global _engine_registered
+    if _engine_registered:
+        return
+    _engine_registered = True  # first, as luigi.interface's own imports may read the registry
+    import luigi.interface  # noqa: F401  # registers on import
 
 
 def _pick_class(existing: Any, new: type) -> Any:

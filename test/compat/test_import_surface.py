@@ -159,3 +159,16 @@ def test_an_unknown_attribute_of_luigi_is_an_attribute_error():
 
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         luigi.no_such_name  # noqa: B018 - the access is the behaviour under test
+
+
+def test_the_registry_finds_the_engine_classes_after_a_bare_import() -> None:
+    """Luigi registers its Config classes and the Range* tasks at ``import luigi``; ours load with
+    ``luigi.interface``, which the registry loads before it is read by name."""
+    code = (
+        "import sys, luigi\n"
+        "from luigi.task_register import Register\n"
+        "assert 'luigi.interface' not in sys.modules\n"
+        "print(Register.get_task_cls('RangeDaily').__module__, Register.get_task_cls('core').__module__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["luigi.tools.range", "luigi.interface"]
