@@ -206,8 +206,29 @@ def _markdown(docstring: str) -> str:
     return re.sub(r"``(.+?)``", r"`\1`", docstring)
 
 
-def _errors(statuses: list[str]) -> dict[str, Any]:
-    return {status: {"$ref": f"#/components/responses/{_ERRORS[status][0]}"} for status in statuses}
+def _ok(description: str, answer: Schema) -> dict[str, Any]:
+    return {"description": description, "content": {JSON: {"schema": _envelope(answer)}}}
+
+
+def _responses(ok: dict[str, Any], errors: list[str], auth: bool) -> dict[str, Any]:
+    """The 200 answer and the error answers ``errors`` (plus 401 when a token is required)."""
+    statuses = sorted([*errors, *(["401"] if auth else [])])
+    refs = {status: {"$ref": f"#/components/responses/{_ERRORS[status][0]}"} for status in statuses}
+    return {"200": ok, **refs}
+
+
+def _request_body(arguments: Schema, required: bool) -> dict[str, Any]:
+    """A POST body: the form field ``data`` holding the JSON object (Luigi's), or the object itself."""
+    form: Schema = {"type": "object", "properties": {"data": arguments}}
+    if required:
+        form["required"] = ["data"]
+    return {
+        "required": required,
+        "content": {
+            FORM: {"schema": form, "encoding": {"data": {"contentType": JSON}}},
+            JSON: {"schema": arguments},
+        },
+    }
 
 
 def _arguments_name(method: RpcMethod) -> str:
@@ -218,54 +239,39 @@ def _operations(method: RpcMethod, implementation: type, auth: bool) -> dict[str
     """The path item of ``/api/<method>``: GET and POST for a read-only method, POST alone otherwise."""
     implemented = getattr(implementation, method.name)
     where = f"{implementation.__name__}.{method.name}"
-    answer = answer_schema(typing.get_type_hints(implemented).get("return", Any), where)
+    ok = _ok(
+        "The method's answer.", answer_schema(typing.get_type_hints(implemented).get("return", Any), where)
+    )
     doc = _markdown(inspect.getdoc(implemented) or method.name)
+    if method.mutating:
+        doc += "\n\nIt changes scheduler state, so it is served to POST only (GET answers 405)."
+    described = {"summary": " ".join(doc.split("\n\n")[0].split()), "description": doc}
     arguments = {"$ref": f"#/components/schemas/{_arguments_name(method)}"}
     needs_arguments = any(p.required for p in method.parameters)
-    common_errors = ["400", *(["401"] if auth else []), "403", "500"]
-    ok = {"description": "The method's answer.", "content": {JSON: {"schema": _envelope(answer)}}}
-    post_errors = sorted([*common_errors, "413", *(["503"] if method.mutating else [])])
     post: dict[str, Any] = {
         "operationId": method.name if method.mutating else f"{method.name}_post",
         "tags": ["changes" if method.mutating else "reads"],
-        "summary": doc.split("\n")[0],
-        "description": doc,
-        "requestBody": {
-            "required": needs_arguments,
-            "content": {
-                FORM: {
-                    "schema": {
-                        "type": "object",
-                        "properties": {"data": arguments},
-                        **({"required": ["data"]} if needs_arguments else {}),
-                    },
-                    "encoding": {"data": {"contentType": JSON}},
-                },
-                JSON: {"schema": arguments},
-            },
-        },
-        "responses": {"200": ok, **_errors(post_errors)},
+        **described,
+        "requestBody": _request_body(arguments, needs_arguments),
+        "responses": _responses(
+            ok, ["400", "403", "413", "500", *(["503"] if method.mutating else [])], auth
+        ),
     }
     if method.mutating:
-        post["description"] += (
-            "\n\nIt changes scheduler state, so it is served to POST only (GET answers 405)."
-        )
         return {"post": post}
+    data = {
+        "name": "data",
+        "in": "query",
+        "required": needs_arguments,
+        "description": "The keyword arguments as a JSON object (absent: none).",
+        "content": {JSON: {"schema": arguments}},
+    }
     get = {
         "operationId": method.name,
         "tags": ["reads"],
-        "summary": post["summary"],
-        "description": doc,
-        "parameters": [
-            {
-                "name": "data",
-                "in": "query",
-                "required": needs_arguments,
-                "description": "The keyword arguments as a JSON object (absent: none).",
-                "content": {JSON: {"schema": arguments}},
-            }
-        ],
-        "responses": {"200": ok, **_errors(common_errors)},
+        **described,
+        "parameters": [data],
+        "responses": _responses(ok, ["400", "403", "500"], auth),
     }
     return {"get": get, "post": post}
 
@@ -287,18 +293,13 @@ def _batch_operations(methods: Mapping[str, RpcMethod], auth: bool) -> dict[str,
         "required": ["calls"],
         "additionalProperties": False,
     }
-    entry = {
-        "oneOf": [
-            _envelope({}),
-            {
-                "type": "object",
-                "properties": {"error": {"type": "string"}, "status": {"type": "integer"}},
-                "required": ["error", "status"],
-                "additionalProperties": False,
-            },
-        ]
+    refused = {
+        "type": "object",
+        "properties": {"error": {"type": "string"}, "status": {"type": "integer"}},
+        "required": ["error", "status"],
+        "additionalProperties": False,
     }
-    errors = ["400", *(["401"] if auth else []), "403", "413", "503"]
+    answers = {"type": "array", "items": {"oneOf": [_envelope({}), refused]}}
     post = {
         "operationId": BATCH_METHOD,
         "tags": ["batch"],
@@ -307,40 +308,22 @@ def _batch_operations(methods: Mapping[str, RpcMethod], auth: bool) -> dict[str,
             'Each entry of the answer is that call\'s `{"response": ...}`, or `{"error", "status"}` '
             "for a refused call; with `stop_on_error`, calls after a refused one answer status 424."
         ),
-        "requestBody": {
-            "required": True,
-            "content": {
-                FORM: {
-                    "schema": {"type": "object", "properties": {"data": data}, "required": ["data"]},
-                    "encoding": {"data": {"contentType": JSON}},
-                },
-                JSON: {"schema": data},
-            },
-        },
-        "responses": {
-            "200": {
-                "description": "Each call's answer, in order.",
-                "content": {JSON: {"schema": _envelope({"type": "array", "items": entry})}},
-            },
-            **_errors(errors),
-        },
+        "requestBody": _request_body(data, True),
+        "responses": _responses(
+            _ok("Each call's answer, in order.", answers), ["400", "403", "413", "503"], auth
+        ),
     }
     return {"post": post}
 
 
 def _document_operation(auth: bool) -> dict[str, Any]:
+    document = {"description": "This document.", "content": {JSON: {"schema": {"type": "object"}}}}
     return {
         "get": {
             "operationId": "openapi",
             "tags": ["meta"],
-            "summary": "This document.",
-            "responses": {
-                "200": {
-                    "description": "The OpenAPI document.",
-                    "content": {JSON: {"schema": {"type": "object"}}},
-                },
-                **_errors(["401"] if auth else []),
-            },
+            "summary": "The OpenAPI document of this API.",
+            "responses": _responses(document, ["403"], auth),
         }
     }
 

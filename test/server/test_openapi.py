@@ -90,6 +90,19 @@ def test_every_answer_luigid_gives_fits_the_documented_response(luigid, document
 
 
 @pytest.mark.slow
+def test_a_batch_answers_as_documented_with_its_refused_call_as_an_entry(luigid, document):
+    calls = [{"method": "is_paused"}, {"method": "fetch_error", "kwargs": {}}, {"method": "task_counts"}]
+    reply = luigid.probe().batch(calls)
+    assert reply.status == 200
+    answers = reply.json()["response"]
+    assert [("error" in answer) for answer in answers] == [False, True, False]
+    operation = document["paths"]["/api/_batch"]["post"]
+    jsonschema.validate(reply.json(), operation["responses"]["200"]["content"]["application/json"]["schema"])
+    form = operation["requestBody"]["content"]["application/x-www-form-urlencoded"]["schema"]
+    jsonschema.validate({"data": {"calls": calls}}, form)
+
+
+@pytest.mark.slow
 def test_a_refused_call_answers_the_documented_error(luigid, document):
     reply = luigid.probe().call("task_list", {"limit": "yes"}, verb="GET")
     assert reply.status == 400
