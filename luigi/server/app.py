@@ -1,7 +1,8 @@
 """The tornado application factory: the whole ``luigid`` over one scheduler, so tests serve what runs.
 
 ``app(scheduler)`` is the production stack: every request passes the ``luigi.server.guard`` checks, then
-its route; ``/api/_batch`` also takes our client's upgrade to an RPC channel (``luigi.server.channel``).
+its route; ``/api/_batch`` also takes our client's upgrade to an RPC channel (``luigi.server.channel``),
+and ``/api/openapi.json`` describes the API (``luigi.server.openapi``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from luigi.server.guard import HostPolicy, refusal
 from luigi.server.handlers import NotFoundHandler, Refused, RootHandler, StaticHandler
 from luigi.server.history import history_routes
 from luigi.server.metrics import MetricsHandler
+from luigi.server.openapi import DOCUMENT_PATH, OpenApiHandler
 from luigi.server.settings import ServerSettings
 
 if TYPE_CHECKING:
@@ -77,6 +79,7 @@ def app(
     routes: list[Any] = [
         (r"/", RootHandler, dict(common)),
         (r"/api/_batch", BatchHandler, {**api, "channels": channels}),
+        (DOCUMENT_PATH.replace(".", r"\."), OpenApiHandler, dict(common)),
         (r"/api/(.*)", RpcHandler, api),
         (r"/metrics", MetricsHandler, api),
         *history_routes(scheduler, settings),
