@@ -16,7 +16,7 @@ import selectors
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from types import FrameType
 from typing import IO, Any
 
@@ -115,7 +115,11 @@ class PigJobTask(luigi.Task):
     @contextmanager
     def _build_pig_cmd(self) -> Iterator[list[str]]:
         """Pig's command line, with the parameter and property files it names alive while it is used."""
-        with tempfile.NamedTemporaryFile() as param_file, tempfile.NamedTemporaryFile() as prop_file:
+        with ExitStack() as files:  # closed, so removed, when the command has run
+            param_file = tempfile.NamedTemporaryFile()
+            files.callback(param_file.close)
+            prop_file = tempfile.NamedTemporaryFile()
+            files.callback(prop_file.close)
             options = list(self.pig_options())
             parameters = self.pig_parameters()
             if parameters:

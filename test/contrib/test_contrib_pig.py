@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import psutil
@@ -179,3 +180,51 @@ def _read_until(stream: io.TextIOBase | None, marker: str) -> str:
         if marker in line:
             return seen
     raise AssertionError(f"{marker!r} never appeared in:\n{seen}")
+
+
+# -- the seams users' own test suites patch, as Luigi's do --------------------------------------------
+
+
+class FinishedPig:
+    """What a test's fake ``Popen`` returns: a pig that already printed and exits after a few polls."""
+
+    def __init__(self, returncode: int) -> None:
+        self.stdout, self.stderr = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        for stream, text in ((self.stdout, b"stdout"), (self.stderr, b"stderr")):
+            stream.write(text)
+            stream.seek(0)
+        self._polls_left, self._code, self.returncode = 3, returncode, None
+
+    def poll(self) -> int | None:
+        self._polls_left -= 1
+        if self._polls_left <= 0:
+            self.returncode = self._code
+        return self.returncode
+
+    def wait(self) -> int:
+        self.returncode = self._code
+        return self._code
+
+
+def test_pig_starts_through_popen_with_only_the_keywords_a_patched_popen_accepts(monkeypatch, tmp_path):
+    commands, files = [], []
+
+    def popen(args, shell=None, stdout=None, stderr=None, env=None, close_fds=True):
+        commands.append(args)
+        files.extend(Path(arg).read_text() for arg in args if arg.startswith(tempfile.gettempdir()))
+        return FinishedPig(returncode=1)
+
+    monkeypatch.setattr("luigi.contrib.pig.subprocess.Popen", popen)
+    error = build_failing(
+        UppercaseWithPig(script="my_script.pig", source="in", destination=str(tmp_path / "o"))
+    )
+    assert isinstance(error, PigJobError) and (error.out, error.err) == ("stdout", "stderr")
+    [command] = commands
+    assert command[:3] == ["/usr/share/pig/bin/pig", "-x", "local"] and command[-2:] == [
+        "-f",
+        "my_script.pig",
+    ]
+    assert files == [
+        f"input=in{os.linesep}output={tmp_path / 'o'}{os.linesep}",
+        f"pig.additional.jars=/path/to/your/jar{os.linesep}",
+    ]
