@@ -171,17 +171,26 @@ def _follow(proc: subprocess.Popen[bytes], context: PigRunContext) -> tuple[str,
             selector.register(lines.pipe, selectors.EVENT_READ, lines)
         while proc.poll() is None:
             for key, _ in selector.select(timeout=0.2):
-                context.job_id = key.data.read() or context.job_id
+                _note_and_log(key.data, context)
                 if key.data.exhausted:  # closed early: polling it again would spin
                     selector.unregister(key.fileobj)
     for lines in (out, err):  # what Pig wrote after the last poll
         while not lines.exhausted:
-            lines.read()
+            _note_and_log(lines, context)
     return out.text(), err.text()
 
 
+def _note_and_log(stream: _Lines, context: PigRunContext) -> None:
+    """Log the lines ``stream`` has now; a Hadoop job id among them is noted before its line is logged."""
+    for line in stream.read():
+        found = _HADOOP_JOB_ID.search(line)
+        if found:
+            context.job_id = found.group(1)
+        logger.info("pig %s: %s", stream.name, line)
+
+
 class _Lines:
-    """One of Pig's output streams: read in chunks, logged a line at a time, kept whole."""
+    """One of Pig's output streams: read in chunks, split into lines, kept whole."""
 
     def __init__(self, name: str, pipe: IO[bytes]) -> None:
         self.name = name
@@ -190,21 +199,15 @@ class _Lines:
         self._chunks: list[bytes] = []
         self._partial = b""
 
-    def read(self) -> str | None:
-        """Read what is there (one read, so it never blocks past it); the last Hadoop job id it named."""
+    def read(self) -> list[str]:
+        """The lines completed by what is there now (one read, so it never blocks past it)."""
         chunk = os.read(self.pipe.fileno(), 65536)
         self._chunks.append(chunk)
         self.exhausted = not chunk
         if self.exhausted and self._partial:
             chunk = b"\n"  # the last line had no newline: log it all the same
         *lines, self._partial = (self._partial + chunk).split(b"\n")
-        job_id = None
-        for raw in lines:
-            line = raw.decode("utf-8", "replace").rstrip("\r")
-            logger.info("pig %s: %s", self.name, line)
-            found = _HADOOP_JOB_ID.search(line)
-            job_id = found.group(1) if found else job_id
-        return job_id
+        return [raw.decode("utf-8", "replace").rstrip("\r") for raw in lines]
 
     def text(self) -> str:
         """Everything read from the stream."""
