@@ -142,7 +142,14 @@ class PigJobTask(luigi.Task):
         env.update(self.pig_env_vars())
         logger.info("Running Pig: %s", " ".join(cmd))
         with PigRunContext(self.pig_command_path()) as context:
-            proc = subprocess.Popen(cmd, shell=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+            try:
+                proc = subprocess.Popen(
+                    cmd, shell=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+                )
+            except FileNotFoundError as exc:
+                raise PigJobError(
+                    f"Pig is not installed at {cmd[0]}: set [pig] home to the directory that holds bin/pig"
+                ) from exc
             context.proc = proc
             try:
                 out, err = _follow(proc, context)

@@ -228,3 +228,13 @@ def test_pig_starts_through_popen_with_only_the_keywords_a_patched_popen_accepts
         f"input=in{os.linesep}output={tmp_path / 'o'}{os.linesep}",
         f"pig.additional.jars=/path/to/your/jar{os.linesep}",
     ]
+
+
+def test_a_pig_home_without_pig_fails_the_task_naming_the_setting(tmp_path):
+    luigi.configuration.get_config().set("pig", "home", str(tmp_path / "no-pig"))
+    error = build_failing(SimplePigScript(script="job.pig", destination=str(tmp_path / "o")))
+    assert isinstance(error, PigJobError)
+    assert str(error) == (
+        f"Pig is not installed at {tmp_path}/no-pig/bin/pig: "
+        "set [pig] home to the directory that holds bin/pig"
+    )
