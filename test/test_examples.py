@@ -222,3 +222,76 @@ def test_dask_fan_out_runs_every_chunk_on_the_cluster_and_adds_them_up(tmp_path,
     summary = json.loads((tmp_path / "dask_fanout" / "total-12.json").read_text())
     assert summary["total"] == sum(n * n for n in range(12 * 300_000))
     assert {int(where.rsplit(":", 1)[1]) for where in summary["ran_in"]} == dask_cluster.worker_pids()
+
+
+# -- examples/top_artists.py: local files, the HDFS stand-ins, and Spark -------------------------------
+
+from helpers.hdfs_cluster import HdfsCluster, hadoop_cli, hdfs_cluster  # noqa: E402, F401  # HDFS stand-ins
+from helpers.spark_cluster import spark_local  # noqa: E402, F401  # Spark in one local JVM
+
+TOP_ARTISTS = ["--module", "examples.top_artists", "TopArtists", "--date-interval", "2024-03-01-2024-03-04"]
+
+
+def top_artists_from(stream_files: list[Path], top_n: int) -> list[str]:
+    """The report the pipeline should write, worked out from the raw stream records."""
+    plays: dict[str, int] = {}
+    for path in stream_files:
+        for line in path.read_text().splitlines():
+            artist = line.split("\t")[2]
+            plays[artist] = plays.get(artist, 0) + 1
+    ranked = sorted(plays.items(), key=lambda pair: (-pair[1], pair[0]))[:top_n]
+    return [f"{rank}\t{artist}\t{count}" for rank, (artist, count) in enumerate(ranked, 1)]
+
+
+def test_top_artists_with_local_outputs_ranks_the_most_played_over_the_interval(tmp_path):
+    done = luigi_command([*TOP_ARTISTS, "--top-n", "4"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    streams = sorted((tmp_path / "top_artists" / "streams").iterdir())
+    assert [p.name for p in streams] == ["2024-03-01.tsv", "2024-03-02.tsv", "2024-03-03.tsv"]
+    report = (tmp_path / "top_artists" / "top4-2024-03-01-2024-03-04-local.tsv").read_text().splitlines()
+    assert report == top_artists_from(streams, 4)
+
+
+@pytest.mark.slow
+def test_top_artists_with_use_hdfs_keeps_streams_and_counts_on_hdfs(tmp_path, hdfs_cluster: HdfsCluster):  # noqa: F811
+    config = tmp_path / "luigi.cfg"
+    config.write_text(
+        f"[hdfs]\nclient = {hdfs_cluster.client}\nnamenode_host = {hdfs_cluster.webhdfs.host}\n"
+        f"[webhdfs]\nport = {hdfs_cluster.webhdfs.port}\n"
+    )
+    done = luigi_command([*TOP_ARTISTS, "--use-hdfs"], tmp_path, {"LUIGI_CONFIG_PATH": str(config)})
+    assert done.returncode == 0, done.stderr[-5000:]
+    days = ["2024-03-01", "2024-03-02", "2024-03-03"]
+    streams = [hdfs_cluster.local(f"/examples/top_artists/streams/{day}.tsv") for day in days]
+    assert hdfs_cluster.local("/examples/top_artists/plays/2024-03-01-2024-03-04.tsv").exists()
+    assert not (tmp_path / "top_artists" / "streams").exists()  # nothing intermediate written locally
+    leftovers = [
+        p for p in hdfs_cluster.listing() if p.startswith("/tmp/") and hdfs_cluster.local(p).is_file()
+    ]
+    assert leftovers == []  # every write went through a temporary file that was renamed into place
+    report = (tmp_path / "top_artists" / "top10-2024-03-01-2024-03-04-hdfs.tsv").read_text().splitlines()
+    assert report == top_artists_from(streams, 10)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_top_artists_with_use_spark_counts_on_spark_as_the_worker_does(tmp_path, spark_local):  # noqa: F811
+    config = tmp_path / "luigi.cfg"
+    config.write_text(spark_local.config_file_section())
+    env = {"LUIGI_CONFIG_PATH": str(config)}
+    on_spark = luigi_command([*TOP_ARTISTS, "--top-n", "5", "--use-spark"], tmp_path, env)
+    assert on_spark.returncode == 0, on_spark.stderr[-5000:]
+    in_worker = luigi_command([*TOP_ARTISTS, "--top-n", "5"], tmp_path, env)
+    assert in_worker.returncode == 0, in_worker.stderr[-5000:]
+    plays = tmp_path / "top_artists" / "plays"
+    spark_counts = (plays / "2024-03-01-2024-03-04-spark.tsv").read_text()
+    assert spark_counts == (plays / "2024-03-01-2024-03-04.tsv").read_text()
+    report = (tmp_path / "top_artists" / "top5-2024-03-01-2024-03-04-spark.tsv").read_text().splitlines()
+    assert report == top_artists_from(sorted((tmp_path / "top_artists" / "streams").iterdir()), 5)
+
+
+def test_top_artists_refuses_spark_on_hdfs_in_one_line(tmp_path):
+    done = luigi_command([*TOP_ARTISTS, "--use-spark", "--use-hdfs"], tmp_path)
+    assert "ValueError: --use-spark counts local files here: run it without --use-hdfs" in done.stderr
+    assert "tasks whose scheduling failed" in done.stderr
+    assert not (tmp_path / "top_artists").exists()

@@ -19,10 +19,13 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from types import FrameType, TracebackType
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import luigi
 from luigi.parameter import BoolParameter, ChoiceParameter, OptionalParameter
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = [
     "ExternalProgramRunContext",
@@ -168,24 +171,22 @@ def _kill_program_tree(proc: subprocess.Popen[Any]) -> None:
     kill_process_tree(proc.pid)
 
 
-class ExternalProgramRunContext:
-    """While active, a SIGTERM to this process kills ``proc`` (and its children), then exits 128+15.
+class _SigtermContext:
+    """While active (in the main thread), SIGTERM calls ``kill_job``; the previous handler comes back after.
 
-    Leaving the block with an exception while the program still runs kills it too (Ctrl-C included).
-    Outside the main thread, where Python cannot handle signals, only that second guarantee holds.
+    Leaving the block with an exception calls ``on_exception``. Subclasses say what killing means.
     """
 
-    def __init__(self, proc: subprocess.Popen[Any]) -> None:
-        self.proc = proc
+    def __init__(self) -> None:
         self._previous_handler: Any = None
         self._installed = False
 
-    def __enter__(self) -> ExternalProgramRunContext:
+    def __enter__(self) -> Self:
         try:
             self._previous_handler = signal.signal(signal.SIGTERM, self.kill_job)
             self._installed = True
         except ValueError:  # not the main thread: signal handlers can only be set there
-            logger.debug("Not in the main thread: a SIGTERM will not kill program %s", self.proc.pid)
+            logger.debug("Not in the main thread: a SIGTERM will not stop %s", self)
         return self
 
     def __exit__(
@@ -193,12 +194,35 @@ class ExternalProgramRunContext:
     ) -> None:
         try:
             if exc_type is not None:
-                _kill_program_tree(self.proc)
+                self.on_exception(exc_type)
         finally:
             if self._installed:
                 previous = self._previous_handler
                 signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
                 self._installed = False
+
+    def on_exception(self, exc_type: type[BaseException]) -> None:
+        """What leaving the block with an exception does."""
+        raise NotImplementedError
+
+    def kill_job(self, captured_signal: int | None = None, stack_frame: FrameType | None = None) -> None:
+        """The SIGTERM handler."""
+        raise NotImplementedError
+
+
+class ExternalProgramRunContext(_SigtermContext):
+    """While active, a SIGTERM to this process kills ``proc`` (and its children), then exits 128+15.
+
+    Leaving the block with an exception while the program still runs kills it too (Ctrl-C included).
+    Outside the main thread, where Python cannot handle signals, only that second guarantee holds.
+    """
+
+    def __init__(self, proc: subprocess.Popen[Any]) -> None:
+        super().__init__()
+        self.proc = proc
+
+    def on_exception(self, exc_type: type[BaseException]) -> None:
+        _kill_program_tree(self.proc)
 
     def kill_job(self, captured_signal: int | None = None, stack_frame: FrameType | None = None) -> None:
         """Kill the program; called as the signal handler, also exit with ``128 + captured_signal``."""
