@@ -82,6 +82,7 @@ class Hooks(StreamingJob):
     """Every hook of a step leaves its mark; a jobconf reaches the nodes' environment."""
 
     marker = luigi.Parameter(default="x")
+    n_reduce_tasks = 1  # one reducer: its init and final hooks run once
 
     def jobconfs(self) -> list[str]:
         return [*super().jobconfs(), f"hooks.marker={self.marker}"]
