@@ -176,7 +176,9 @@ def fetch_task_failures(tracking_url: str, timeout: float = 60, most: int = 5) -
     URLs); other tracking URLs (YARN's) have no such pages, so nothing is fetched and "" is returned."""
     if "jobdetails.jsp" not in tracking_url:
         return ""
-    failures_page = _fetch(tracking_url.replace("jobdetails.jsp", "jobfailures.jsp") + "&cause=failed", timeout)
+    failures_page = _fetch(
+        tracking_url.replace("jobdetails.jsp", "jobfailures.jsp") + "&cause=failed", timeout
+    )
     links = [html.unescape(link) for link in re.findall(r'href="([^"]*tasklog[^"]*)"', failures_page)]
     logs = []
     for link in [link for link in links if "all=true" in link][:most]:

@@ -126,7 +126,7 @@ def flatten(sequence: Iterable[Any]) -> Iterator[Any]:
 
 
 def _package_files(path: str, root: str, name: str) -> Iterator[tuple[str, str]]:
-    """Every file under ``path`` as ``(source, arcname)``, ``root`` renamed ``name``; no .pyc, dotfiles, .svn."""
+    """Files under ``path`` as ``(source, arcname)``, ``root`` renamed ``name``; no .pyc, dotfiles, .svn."""
     for directory, dirs, files in os.walk(path):
         if ".svn" in dirs:
             dirs.remove(".svn")
@@ -169,7 +169,7 @@ def create_packages_archive(packages: Sequence[ModuleType], filename: str) -> No
 
 
 def _importable_module_name(module: str) -> str:
-    """The name a node imports ``module`` by: a script run as ``__main__`` is shipped under its file's stem."""
+    """The name a node imports ``module`` by (a script run as ``__main__`` ships under its file's stem)."""
     if module != "__main__":
         return module
     main = sys.modules["__main__"]
@@ -177,6 +177,11 @@ def _importable_module_name(module: str) -> str:
     if spec is not None and spec.name and spec.name != "__main__":
         return str(spec.name)
     return os.path.splitext(os.path.basename(str(main.__file__)))[0]
+
+
+def _single_output(job: luigi.Task) -> Any:
+    """The job's output: one target (a file, or a directory on HDFS/S3/GCS), as Hadoop writes one."""
+    return job.output()
 
 
 class JobRunner:
@@ -228,7 +233,7 @@ class HadoopJobRunner(JobRunner):
                 stacklevel=2,
             )
         self.tmp_dir = self._make_tmp_dir()
-        output_final = job.output().path
+        output_final = _single_output(job).path
         output_hadoop = self._output_path(job, output_final)
         arglist = self._arglist(job, self.tmp_dir, output_hadoop)
         job.dump(self.tmp_dir)
@@ -246,15 +251,21 @@ class HadoopJobRunner(JobRunner):
         base = configuration.get_config().get("core", "tmp-dir", None)
         if not base:
             return tempfile.mkdtemp()
-        warnings.warn("[core] tmp-dir is deprecated: the system temporary directory is used by default")
+        warnings.warn(
+            "[core] tmp-dir is deprecated: the system temporary directory is used by default", stacklevel=3
+        )
         path = os.path.join(base, f"hadoop_job_{random.randrange(16**16):016x}")
         os.makedirs(path)
         return path
 
     def _output_path(self, job: JobTask, output_final: str) -> str:
         """Where Hadoop writes: beside the final path, moved into place once the job succeeded."""
-        output = job.output()
-        allowed = (luigi.contrib.hdfs.HdfsTarget, luigi.contrib.s3.S3FlagTarget, *_gcs_classes("GCSFlagTarget"))
+        output = _single_output(job)
+        allowed = (
+            luigi.contrib.hdfs.HdfsTarget,
+            luigi.contrib.s3.S3FlagTarget,
+            *_gcs_classes("GCSFlagTarget"),
+        )
         if not isinstance(output, allowed):
             raise TypeError(f"output must be an HdfsTarget, S3FlagTarget or GCSFlagTarget, got {output!r}")
         if not self.end_job_with_atomic_move_dir:
@@ -333,7 +344,7 @@ class HadoopJobRunner(JobRunner):
         for target in flatten_targets(job.input_hadoop()):
             if not isinstance(target, allowed):
                 raise TypeError(f"target must be an HdfsTarget, S3Target or GCSTarget, got {target!r}")
-            args += ["-input", target.path]
+            args += ["-input", target.path]  # type: ignore[attr-defined]  # one of the allowed targets
         return args
 
     def _ship_code(self, job: JobTask, tmp_dir: str) -> None:
@@ -407,7 +418,7 @@ class LocalJobRunner(JobRunner):
                 self.sample(stream, self.samplelines, map_input)
         map_input.seek(0)
         if job.reducer is NotImplemented:
-            with job.output().open("w") as output:
+            with _single_output(job).open("w") as output:
                 job.run_mapper(map_input, output)
             return
         map_output = io.StringIO()
@@ -419,7 +430,7 @@ class LocalJobRunner(JobRunner):
             job.run_combiner(reduce_input, combine_output)
             combine_output.seek(0)
             reduce_input = self.group(combine_output)
-        with job.output().open("w") as output:
+        with _single_output(job).open("w") as output:
             job.run_reducer(reduce_input, output)
 
 
@@ -537,7 +548,10 @@ class JobTask(BaseHadoopJobTask):
         """The streaming runner when every output is on HDFS, else the local runner (with a warning)."""
         for output in flatten_targets(self.output()):
             if not isinstance(output, luigi.contrib.hdfs.HdfsTarget):
-                warnings.warn("Job is using one or more non-HdfsTarget outputs so it will be run in local mode")
+                warnings.warn(
+                    "Job is using one or more non-HdfsTarget outputs so it will be run in local mode",
+                    stacklevel=2,
+                )
                 return LocalJobRunner()
         return DefaultHadoopJobRunner()
 
@@ -697,4 +711,3 @@ def _chomp(lines: Iterable[str]) -> Iterator[str]:
 def links_from_spec(spec: dict[str, Any]) -> list[tuple[str, str]]:
     """The distributed-cache links ``dump`` recorded in ``job.json``."""
     return [(str(src), str(dst)) for src, dst in spec.get(LINKS_FIELD, [])]
-

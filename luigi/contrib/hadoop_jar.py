@@ -69,7 +69,9 @@ def _ssh_command(ssh_config: dict[str, Any], hadoop_arglist: list[str]) -> list[
 class HadoopJarJobRunner(JobRunner):
     """Runs a `HadoopJarJobTask`'s jar with ``hadoop jar``."""
 
-    def run_job(self, job: HadoopJarJobTask, tracking_url_callback: Callable[[str], Any] | None = None) -> None:
+    def run_job(
+        self, job: HadoopJarJobTask, tracking_url_callback: Callable[[str], Any] | None = None
+    ) -> None:
         if tracking_url_callback is not None:
             warnings.warn(
                 "tracking_url_callback is deprecated: the job's set_tracking_url is used",
@@ -80,8 +82,9 @@ class HadoopJarJobRunner(JobRunner):
         if not jar:
             raise HadoopJarJobError("Jar not defined: HadoopJarJobTask.jar() must return the jar's path")
         hadoop_arglist = [*luigi.contrib.hdfs.load_hadoop_cmd(), "jar", jar]
-        if job.main():
-            hadoop_arglist.append(job.main())
+        main = job.main()
+        if main:
+            hadoop_arglist.append(main)
         hadoop_arglist += ["-D" + conf for conf in job.jobconfs()]
         tmp_files, job_args = fix_paths(job)
         hadoop_arglist += job_args

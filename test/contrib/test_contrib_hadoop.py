@@ -67,6 +67,7 @@ def run(task: luigi.Task) -> dict[str, Any]:
 # --- through the streaming runner and the hadoop stand-in ---
 
 
+@pytest.mark.slow  # a streaming job: Python started per step
 def test_word_count_runs_as_a_streaming_job_and_its_output_appears_whole(streaming: HadoopCli):
     task = WordCount(sources=[hdfs("/data/a.txt"), hdfs("/data/b.txt")], destination=hdfs("/out"))
     record = run(task)
@@ -79,10 +80,11 @@ def test_word_count_runs_as_a_streaming_job_and_its_output_appears_whole(streami
     assert record["tracking_url"] == "http://localhost:8080/"  # the stand-in's "url to track the job" line
 
 
+@pytest.mark.slow  # a streaming job: Python started per step
 def test_the_streaming_command_line_is_hadoops(streaming: HadoopCli):
     run(WordCount(sources=[hdfs("/data/a.txt")], destination=hdfs("/out")))
     [call] = streaming.jar_calls()
-    pairs = list(zip(call[2::2], call[3::2]))
+    pairs = list(zip(call[2::2], call[3::2], strict=True))
     python = sys.executable
     assert ("-mapper", f"{python} mrrunner.py map") in pairs
     assert ("-combiner", f"{python} mrrunner.py combiner") in pairs
@@ -97,6 +99,7 @@ def test_the_streaming_command_line_is_hadoops(streaming: HadoopCli):
     assert not Path(shipped[1]).parent.exists()  # the runner's directory is removed once the job is done
 
 
+@pytest.mark.slow  # a streaming job: Python started per step
 def test_counters_reach_hadoop_and_are_summed_across_steps(
     streaming: HadoopCli, caplog: pytest.LogCaptureFixture
 ):
@@ -108,6 +111,7 @@ def test_counters_reach_hadoop_and_are_summed_across_steps(
     assert "\twords" in logged and "\t\tseen=7" in logged
 
 
+@pytest.mark.slow  # a streaming job: Python started per step
 def test_a_join_of_two_inputs(streaming: HadoopCli):
     (streaming.root / "data" / "users").write_text("user\t1\tada\nuser\t2\tbob\nuser\t3\tcy\n")
     (streaming.root / "data" / "orders").write_text("order\t1\t30\norder\t3\t5\norder\t1\t12\n")
@@ -115,11 +119,18 @@ def test_a_join_of_two_inputs(streaming: HadoopCli):
     assert sorted(parts(streaming, "/joined")) == ["ada\t42", "cy\t5"]
 
 
+@pytest.mark.slow  # a streaming job: Python started per step
 def test_hooks_run_on_the_nodes_and_jobconfs_reach_them(streaming: HadoopCli):
     run(Hooks(sources=[hdfs("/data/a.txt")], destination=hdfs("/hooks"), marker="seen-on-node"))
-    assert parts(streaming, "/hooks") == ["line\ta b a,c a", "mapped\t2", "keys\tline,mapped", "jobconf\tseen-on-node"]
+    assert parts(streaming, "/hooks") == [
+        "line\ta b a,c a",
+        "mapped\t2",
+        "keys\tline,mapped",
+        "jobconf\tseen-on-node",
+    ]
 
 
+@pytest.mark.slow  # a streaming job: Python started per step
 def test_a_custom_reader_and_writer_in_a_map_only_job(streaming: HadoopCli):
     (streaming.root / "data" / "people.csv").write_text("ada,1815\nbob,1900\n")
     run(CsvInOut(sources=[hdfs("/data/people.csv")], destination=hdfs("/csv")))
@@ -128,12 +139,14 @@ def test_a_custom_reader_and_writer_in_a_map_only_job(streaming: HadoopCli):
     assert parts(streaming, "/csv") == ["ADA=1815", "BOB=1900"]
 
 
+@pytest.mark.slow  # a streaming job: Python started per step
 def test_json_interchange_between_steps(streaming: HadoopCli):
     (streaming.root / "data" / "counts").write_text("x 1\ny 2\nx 3\n")
     run(JsonRecords(sources=[hdfs("/data/counts")], destination=hdfs("/json")))
     assert sorted(parts(streaming, "/json")) == ['["x", "k"]\t{"total": 4}', '["y", "k"]\t{"total": 2}']
 
 
+@pytest.mark.slow  # a streaming job: Python started per step
 def test_a_failing_mapper_fails_the_task_with_the_jobs_output_and_leaves_no_output(streaming: HadoopCli):
     (streaming.root / "data" / "poisoned").write_text("fine words\npoison here\n")
     task = FailingMapper(sources=[hdfs("/data/poisoned")], destination=hdfs("/never"))
@@ -147,6 +160,7 @@ def test_a_failing_mapper_fails_the_task_with_the_jobs_output_and_leaves_no_outp
     assert [path for path in streaming.listing() if "never" in path] == []
 
 
+@pytest.mark.slow  # a streaming job: Python started per step
 def test_a_task_that_cannot_be_rebuilt_on_the_nodes_fails_before_submitting(streaming: HadoopCli):
     class DefinedInAFunction(WordCount):
         pass
@@ -157,6 +171,7 @@ def test_a_task_that_cannot_be_rebuilt_on_the_nodes_fails_before_submitting(stre
     assert streaming.jar_calls() == []
 
 
+@pytest.mark.slow  # a streaming job: Python started per step
 def test_hadoop_pool_flag_reaches_the_jobconfs(streaming: HadoopCli):
     with luigi.cmdline_parser.CmdlineParser.global_instance(["WordCount", "--hadoop-pool", "mypool"]):
         task = WordCount(sources=[hdfs("/data/a.txt")], destination=hdfs("/out"))
@@ -275,9 +290,13 @@ def test_flatten_and_extra_files(tmp_path: Path):
     (tmp_path / "conf" / "sub" / "x.ini").write_text("")
     (tmp_path / "solo.txt").write_text("")
     found = hadoop.get_extra_files([str(tmp_path / "solo.txt"), (str(tmp_path / "conf"), "etc")])
-    assert found == [(str(tmp_path / "solo.txt"), "solo.txt"), (str(tmp_path / "conf/sub/x.ini"), "etc/sub/x.ini")]
+    assert found == [
+        (str(tmp_path / "solo.txt"), "solo.txt"),
+        (str(tmp_path / "conf/sub/x.ini"), "etc/sub/x.ini"),
+    ]
 
 
+@pytest.mark.slow  # a streaming job: Python started per step
 def test_an_output_that_is_not_on_hdfs_or_s3_is_refused_by_the_streaming_runner(streaming: HadoopCli):
     task = WordCount(sources=[hdfs("/data/a.txt")], destination="relative-local-file")
     runner = hadoop.HadoopJobRunner(streaming_jar="hadoop-streaming.jar")

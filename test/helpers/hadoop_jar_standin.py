@@ -162,7 +162,9 @@ def _run_job(job: StreamingJob, staging: str, workspace: str) -> None:
     lines = list(itertools.chain.from_iterable(o.splitlines(keepends=True) for o in map_outputs))
     for index in range(reducers):
         attempt = f"attempt_{tag}_r_{index:06d}_0"
-        mine = b"".join(sorted((line for line in lines if zlib.crc32(_key(line)) % reducers == index), key=_key))
+        mine = b"".join(
+            sorted((line for line in lines if zlib.crc32(_key(line)) % reducers == index), key=_key)
+        )
         output = _run_step(job, reducer, mine, _workspace(job, workspace, attempt), attempt)
         with open(os.path.join(staging, f"part-{index:05d}"), "wb") as part:
             part.write(output)

@@ -45,7 +45,7 @@ class StreamingJob(JobTask):
 
 
 class WordCount(StreamingJob):
-    """Counts words; counts each line read (``lines,read``) and every word (``words,seen``, sent in batches of 3)."""
+    """Counts words; counters: each line read (``lines,read``), each word (``words,seen``, batches of 3)."""
 
     n_reduce_tasks = 2
 
