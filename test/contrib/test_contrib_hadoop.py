@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
 import sys
 import tarfile
 import warnings
@@ -307,3 +309,59 @@ def test_an_output_that_is_not_on_hdfs_or_s3_is_refused_by_the_streaming_runner(
 def test_without_a_streaming_jar_the_error_names_the_setting(hadoop_cli: HadoopCli):  # noqa: F811
     with pytest.raises(luigi.parameter.MissingParameterException, match=r"\[hadoop\] streaming-jar"):
         hadoop.DefaultHadoopJobRunner()
+
+
+SCRIPT = """\
+import luigi
+from luigi.contrib.hadoop import JobTask
+from luigi.contrib.hdfs import HdfsTarget, PlainDir
+
+
+class Source(luigi.ExternalTask):
+    def output(self):
+        return HdfsTarget("/data/a.txt")
+
+
+class ScriptWordCount(JobTask):
+    n_reduce_tasks = 1
+
+    def requires(self):
+        return Source()
+
+    def output(self):
+        return HdfsTarget("/script-out", format=PlainDir)
+
+    def mapper(self, line):
+        for word in line.split():
+            yield word, 1
+
+    def reducer(self, word, counts):
+        yield word, sum(counts)
+
+
+if __name__ == "__main__":
+    luigi.run(["ScriptWordCount", "--local-scheduler"])
+"""
+
+
+@pytest.mark.slow  # a streaming job: Python started per step
+def test_a_job_defined_in_the_script_being_run_ships_under_the_scripts_name(
+    streaming: HadoopCli, tmp_path: Path
+):
+    script = tmp_path / "wordcount_script.py"
+    script.write_text(SCRIPT)
+    config = tmp_path / "luigi.cfg"
+    settings = luigi.configuration.get_config()
+    config.write_text(
+        "[hadoop]\n"
+        f"streaming_jar = {settings.get('hadoop', 'streaming_jar')}\n"
+        f"python_executable = {sys.executable}\n"
+    )
+    env = {**os.environ, "LUIGI_CONFIG_PATH": str(config)}
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == 0, done.stderr
+    assert parts(streaming, "/script-out") == ["a\t3", "b\t1", "c\t1"]
+    [call] = streaming.jar_calls()
+    assert call[call.index("-mapper") + 1].endswith("mrrunner.py map")
