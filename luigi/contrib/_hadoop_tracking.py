@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from types import FrameType, TracebackType
@@ -176,10 +177,10 @@ def fetch_task_failures(tracking_url: str, timeout: float = 60, most: int = 5) -
     URLs); other tracking URLs (YARN's) have no such pages, so nothing is fetched and "" is returned."""
     if "jobdetails.jsp" not in tracking_url:
         return ""
-    failures_page = _fetch(
-        tracking_url.replace("jobdetails.jsp", "jobfailures.jsp") + "&cause=failed", timeout
-    )
-    links = [html.unescape(link) for link in re.findall(r'href="([^"]*tasklog[^"]*)"', failures_page)]
+    failures_url = tracking_url.replace("jobdetails.jsp", "jobfailures.jsp") + "&cause=failed"
+    failures_page = _fetch(failures_url, timeout)
+    found = re.findall(r'href="([^"]*tasklog[^"]*)"', failures_page)
+    links = [urllib.parse.urljoin(failures_url, html.unescape(link)) for link in found]
     logs = []
     for link in [link for link in links if "all=true" in link][:most]:
         page = _fetch(link, timeout)

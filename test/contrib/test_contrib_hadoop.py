@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from helpers.hadoop_jobs import CsvInOut, FailingMapper, Hooks, Join, JsonRecords, WordCount
 from helpers.hdfs_cluster import HadoopCli, hadoop_cli  # noqa: F401
+from helpers.json_http import JsonHandler, serving
 from helpers.outcomes import build_failing
 from helpers.scheduler import HeldSchedulerFactory, make_scheduler
 
@@ -365,3 +366,44 @@ def test_a_job_defined_in_the_script_being_run_ships_under_the_scripts_name(
     assert parts(streaming, "/script-out") == ["a\t3", "b\t1", "c\t1"]
     [call] = streaming.jar_calls()
     assert call[call.index("-mapper") + 1].endswith("mrrunner.py map")
+
+
+# --- following a hadoop command ---
+
+
+class JobTrackerPages(JsonHandler):
+    """A Hadoop 1 JobTracker's failure page linking one failed attempt's log, whose step printed the
+    ``luigi-exc-hex=`` line mrrunner writes."""
+
+    def do_GET(self) -> None:  # noqa: N802  (http.server's name)
+        if self.path.startswith("/jobfailures.jsp?jobid=job_1&cause=failed"):
+            body = '<a href="/tasklog?attemptid=attempt_1_m_0&amp;all=true">All</a>'
+        elif self.path == "/tasklog?attemptid=attempt_1_m_0&all=true":
+            hex_text = b"ValueError: refusing the record".hex()
+            body = f"<pre>stderr logs\nluigi-exc-hex={hex_text}\n</pre>"
+        else:
+            self.send_error(404)
+            return
+        data = body.encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_a_failed_job_reports_its_tracking_url_and_the_failed_attempts_logs():
+    reported: list[str] = []
+    with serving(JobTrackerPages, "jobtracker-pages") as base:
+        url = f"{base}/jobdetails.jsp?jobid=job_1"
+        failing = f"import sys; print('Tracking URL: {url}', file=sys.stderr); sys.exit(2)"
+        with pytest.raises(hadoop.HadoopJobError) as caught:
+            hadoop.run_and_track_hadoop_job([sys.executable, "-c", failing], reported.append)
+    assert reported == [url]
+    assert str(caught.value).startswith("Streaming job failed with exit code 2. Output from tasks below:\n")
+    assert "ValueError: refusing the record" in str(caught.value)
+    assert caught.value.err == f"Tracking URL: {url}\n"
+
+
+def test_a_successful_command_returns_its_stdout_and_stderr():
+    code = "import sys; print('out'); print('running job: job_7', file=sys.stderr)"
+    assert hadoop.run_and_track_hadoop_job([sys.executable, "-c", code]) == ("out\n", "running job: job_7\n")
