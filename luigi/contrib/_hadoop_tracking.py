@@ -139,12 +139,12 @@ def run_and_track_hadoop_job(
                     proc.wait()  # stderr is closed: the command is ending
                     continue
                 err_lines.append(line)
-                logger.info("%s", line.rstrip("\n"))
                 url = _TRACKING_URL.search(line.strip().lower())
                 if url:
                     tracking_url = url.group("url")
                 if not _follow_line(line, context, tracking_url_callback):
                     tracking_url_callback = None
+                logger.info("%s", line.rstrip("\n"))  # after the ids it names are noted
         err = "".join(err_lines + [line for line in (proc.stderr or [])])
         temp_stdout.seek(0)
         out = "".join(temp_stdout.readlines())

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.hadoop_jobs import CsvInOut, FailingMapper, Hooks, Join, JsonRecords, WordCount
+from helpers.hadoop_jobs import CsvInOut, FailingMapper, Hooks, Join, JsonRecords, WithSettings, WordCount
 from helpers.hdfs_cluster import HadoopCli, hadoop_cli  # noqa: F401
 from helpers.json_http import JsonHandler, serving
 from helpers.outcomes import build_failing
@@ -183,6 +183,17 @@ def test_hadoop_pool_flag_reaches_the_jobconfs(streaming: HadoopCli):
     assert "mapred.job.queue.name=q1" in WordCount(sources=[], destination="x", pool="q1").jobconfs()
 
 
+@pytest.mark.slow  # a streaming job: Python started per step
+def test_extra_files_appear_on_the_nodes_where_the_job_asked(streaming: HadoopCli, tmp_path: Path):
+    settings = tmp_path / "settings.txt"
+    settings.write_text("from-settings\n")
+    run(WithSettings(sources=[hdfs("/data/a.txt")], destination=hdfs("/set"), settings=str(settings)))
+    [call] = streaming.jar_calls()
+    [files] = [value for option, value in zip(call[2::2], call[3::2], strict=True) if option == "-files"]
+    assert files.startswith(f"{settings}#conf_settings.txt_")  # linked to conf/settings.txt on the node
+    assert parts(streaming, "/set") == ["from-settings\ta b a|c a"]
+
+
 # --- the node's side: mrrunner ---
 
 
@@ -274,6 +285,48 @@ def test_python_interchange_keeps_str_and_bytes_keys_apart():
 
 
 # --- the package archive and helpers ---
+
+
+@pytest.fixture
+def package_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``archived_pkg`` (a package with a subpackage, a dotfile, a .pyc and an egg-info) and
+    ``archived_module``, importable from a fresh directory."""
+    root = tmp_path / "src"
+    for name in [
+        "archived_pkg/__init__.py", "archived_pkg/one.py", "archived_pkg/.hidden", "archived_pkg/one.pyc",
+        "archived_pkg/sub/__init__.py", "archived_pkg/sub/two.py", "archived_pkg.egg-info/top_level.txt",
+        "archived_module.py",
+    ]:  # fmt: skip
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("")
+    monkeypatch.syspath_prepend(str(root))
+    for name in ["archived_pkg", "archived_pkg.sub", "archived_pkg.sub.two", "archived_module"]:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    return root
+
+
+def archived(modules: list[Any], tmp_path: Path) -> list[str]:
+    hadoop.create_packages_archive(modules, str(tmp_path / "packages.tar"))
+    with tarfile.open(tmp_path / "packages.tar") as tar:
+        return sorted(tar.getnames())
+
+
+def test_the_archive_holds_a_module_a_package_or_a_submodules_package(package_tree: Path, tmp_path: Path):
+    import importlib
+
+    module = importlib.import_module("archived_module")
+    package = importlib.import_module("archived_pkg")
+    submodule = importlib.import_module("archived_pkg.sub.two")
+    assert archived([module], tmp_path) == ["archived_module.py"]
+    assert archived([package], tmp_path) == [
+        "archived_pkg.egg-info/top_level.txt", "archived_pkg/__init__.py", "archived_pkg/one.py",
+        "archived_pkg/sub/__init__.py", "archived_pkg/sub/two.py",
+    ]  # fmt: skip
+    assert archived([submodule], tmp_path) == [
+        "archived_pkg/__init__.py",
+        "archived_pkg/sub/__init__.py",
+        "archived_pkg/sub/two.py",
+    ]
 
 
 def test_the_packages_archive_holds_a_submodules_whole_package(tmp_path: Path):

@@ -148,3 +148,24 @@ class FailingMapper(WordCount):
             if word == "poison":
                 raise ValueError(f"refusing the record {line!r}")
             yield word, 1
+
+
+class WithSettings(StreamingJob):
+    """Ships ``settings`` (a local file) as ``conf/settings.txt`` in each node's working directory and
+    prefixes every line with its content."""
+
+    settings = luigi.Parameter()
+    n_reduce_tasks = 1
+
+    def extra_files(self) -> list[str | tuple[str, str]]:
+        return [(self.settings, "conf/settings.txt")]
+
+    def init_mapper(self) -> None:
+        with open("conf/settings.txt") as handle:
+            self.prefix = handle.read().strip()
+
+    def mapper(self, line: str) -> Iterator[tuple[str, str]]:
+        yield self.prefix, line
+
+    def reducer(self, key: str, values: Iterable[str]) -> Iterator[tuple[str, str]]:
+        yield key, "|".join(sorted(values))
