@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import tarfile
@@ -460,3 +461,51 @@ def test_a_failed_job_reports_its_tracking_url_and_the_failed_attempts_logs():
 def test_a_successful_command_returns_its_stdout_and_stderr():
     code = "import sys; print('out'); print('running job: job_7', file=sys.stderr)"
     assert hadoop.run_and_track_hadoop_job([sys.executable, "-c", code]) == ("out\n", "running job: job_7\n")
+
+
+TRACKER = """\
+import logging, sys
+logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
+from luigi.contrib.hadoop import run_and_track_hadoop_job
+run_and_track_hadoop_job([sys.executable, "-c", sys.argv[1], sys.argv[2]])
+"""
+
+CLIENT = """\
+import os, sys, time
+open(sys.argv[1], "w").write(str(os.getpid()))
+print("INFO mapreduce.Job: Running job: job_1_0007", file=sys.stderr, flush=True)
+print("INFO impl.YarnClientImpl: Submitted application application_1_0007", file=sys.stderr, flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.timeout(120)
+def test_sigterm_while_following_a_job_kills_its_yarn_application(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    calls = tmp_path / "yarn-calls.jsonl"
+    yarn = tmp_path / "bin" / "yarn"
+    yarn.parent.mkdir()
+    record = f"open({str(calls)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')"
+    yarn.write_text(f"#!{sys.executable}\nimport json, sys\n{record}\n")
+    yarn.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{yarn.parent}{os.pathsep}{os.environ['PATH']}")
+    client_pid = tmp_path / "client.pid"
+    tracker = subprocess.Popen(
+        [sys.executable, "-c", TRACKER, CLIENT, str(client_pid)], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert tracker.stderr is not None
+        for line in tracker.stderr:  # the tracker logs a line once it has noted the ids in it
+            if line.startswith("INFO impl.YarnClientImpl: Submitted application"):
+                break
+        tracker.send_signal(signal.SIGTERM)
+        assert tracker.wait(timeout=60) == 128 + signal.SIGTERM
+        assert [json.loads(line) for line in calls.read_text().splitlines()] == [
+            ["application", "-kill", "application_1_0007"]  # the application wins over the job
+        ]
+    finally:
+        tracker.kill()
+        tracker.wait()
+        if client_pid.exists():  # the local client is not the tracker's to stop
+            os.kill(int(client_pid.read_text()), signal.SIGKILL)
