@@ -16,11 +16,22 @@ import subprocess
 import sys
 import tarfile
 import warnings
+import zipfile
 from pathlib import Path
 from typing import Any
 
+import helpers.hadoop_jobs as hadoop_jobs_module
 import pytest
-from helpers.hadoop_jobs import CsvInOut, FailingMapper, Hooks, Join, JsonRecords, WithSettings, WordCount
+from helpers.hadoop_jobs import (
+    CsvInOut,
+    FailingMapper,
+    Hooks,
+    Join,
+    JsonRecords,
+    RunnerOptions,
+    WithSettings,
+    WordCount,
+)
 from helpers.hdfs_cluster import HadoopCli, hadoop_cli  # noqa: F401
 from helpers.json_http import JsonHandler, serving
 from helpers.outcomes import build_failing
@@ -193,6 +204,47 @@ def test_extra_files_appear_on_the_nodes_where_the_job_asked(streaming: HadoopCl
     [files] = [value for option, value in zip(call[2::2], call[3::2], strict=True) if option == "-files"]
     assert files.startswith(f"{settings}#conf_settings.txt_")  # linked to conf/settings.txt on the node
     assert parts(streaming, "/set") == ["from-settings\ta b a|c a"]
+
+
+@pytest.mark.slow  # a streaming job: Python started per step
+def test_the_runners_archives_jobconfs_and_streaming_arguments_reach_the_job(
+    streaming: HadoopCli, tmp_path: Path
+):
+    archive = tmp_path / "tools.zip"
+    with zipfile.ZipFile(archive, "w") as tools:
+        tools.writestr("word.txt", "from-archive\n")
+    run(RunnerOptions(sources=[hdfs("/data/b.txt")], destination=hdfs("/opts"), archive=str(archive)))
+    [call] = streaming.jar_calls()
+    pairs = list(zip(call[2::2], call[3::2], strict=True))
+    assert ("-archives", f"{archive}#tools") in pairs and ("-D", "mapred.map.tasks=1") in pairs
+    assert ("-cmdenv", "GREETING=hello") in pairs  # "-" added to the job's "cmdenv"
+    assert parts(streaming, "/opts") == ["hello\tfrom-archive: b b"]
+
+
+def build_pex(path: Path) -> Path:
+    """A zip application holding Luigi, the test jobs and mrrunner as its entry point: what a pex is."""
+    repository = Path(luigi.__file__).parent.parent
+    helpers_dir = Path(hadoop_jobs_module.__file__).parent
+    with zipfile.ZipFile(path, "w") as pex:
+        for tree, base in [(repository / "luigi", repository), (helpers_dir, helpers_dir.parent)]:
+            for file in tree.rglob("*.py"):
+                pex.write(file, str(file.relative_to(base)))
+        pex.writestr("__main__.py", "from luigi.contrib import mrrunner\nmrrunner.main()\n")
+    return path
+
+
+@pytest.mark.slow  # a streaming job: Python started per step
+def test_a_package_binary_is_shipped_as_mrrunner_pex_instead_of_the_archive(
+    streaming: HadoopCli, tmp_path: Path
+):
+    pex = build_pex(tmp_path / "job.pex")
+    run(RunnerOptions(sources=[hdfs("/data/b.txt")], destination=hdfs("/pex"), binary=str(pex)))
+    [call] = streaming.jar_calls()
+    pairs = list(zip(call[2::2], call[3::2], strict=True))
+    assert ("-mapper", f"{sys.executable} mrrunner.pex map") in pairs
+    shipped = [Path(value).name for option, value in pairs if option == "-file"]
+    assert shipped == ["mrrunner.pex", "job.json"]
+    assert parts(streaming, "/pex") == ["hello\tno archive: b b"]
 
 
 # --- the node's side: mrrunner ---

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 import luigi
+from luigi.contrib import hadoop
 from luigi.contrib.hadoop import JobTask
 from luigi.contrib.hdfs import HdfsTarget, PlainDir
 
@@ -169,3 +170,30 @@ class WithSettings(StreamingJob):
 
     def reducer(self, key: str, values: Iterable[str]) -> Iterator[tuple[str, str]]:
         yield key, "|".join(sorted(values))
+
+
+class RunnerOptions(StreamingJob):
+    """Map only, through a runner given ``archives``, jobconfs and streaming arguments; ``package_binary``
+    (a pex) when ``binary`` is set. Each line gets ``$GREETING`` and the word in ``tools/word.txt``."""
+
+    archive = luigi.Parameter(default="")
+    binary = luigi.Parameter(default="")
+
+    @property
+    def package_binary(self) -> str | None:  # type: ignore[override]
+        return self.binary or None
+
+    def extra_streaming_arguments(self) -> list[tuple[str, str]]:
+        return [("cmdenv", "GREETING=hello")]
+
+    def job_runner(self) -> hadoop.HadoopJobRunner:
+        streaming_jar = luigi.configuration.get_config().get("hadoop", "streaming_jar")
+        archives = [f"{self.archive}#tools"] if self.archive else []
+        return hadoop.HadoopJobRunner(streaming_jar, archives=archives, jobconfs={"mapred.map.tasks": "1"})
+
+    def mapper(self, line: str) -> Iterator[tuple[str, str]]:
+        word = "no archive"
+        if self.archive:
+            with open("tools/word.txt") as handle:
+                word = handle.read().strip()
+        yield os.environ["GREETING"], f"{word}: {line}"
