@@ -83,7 +83,10 @@ def run(task: luigi.Task) -> dict[str, Any]:
 
 
 @pytest.mark.slow  # a streaming job: Python started per step
-def test_word_count_runs_as_a_streaming_job_and_its_output_appears_whole(streaming: HadoopCli):
+def test_word_count_runs_as_a_streaming_job_its_output_appears_whole_and_its_counters_are_summed(
+    streaming: HadoopCli, caplog: pytest.LogCaptureFixture
+):
+    caplog.set_level("INFO", logger="luigi-interface")
     task = WordCount(sources=[hdfs("/data/a.txt"), hdfs("/data/b.txt")], destination=hdfs("/out"))
     record = run(task)
     counts = dict(line.split("\t") for line in parts(streaming, "/out"))
@@ -93,6 +96,10 @@ def test_word_count_runs_as_a_streaming_job_and_its_output_appears_whole(streami
         "/tmp", "/user",
     ]  # fmt: skip
     assert record["tracking_url"] == "http://localhost:8080/"  # the stand-in's "url to track the job" line
+    logged = [record.getMessage() for record in caplog.records]  # Hadoop's counters, as the job logged them
+    # 3 lines, 7 words: batches of 3 plus the remainder flushed at the end of each mapper, summed by Hadoop
+    assert "\tlines" in logged and "\t\tread=3" in logged
+    assert "\twords" in logged and "\t\tseen=7" in logged
 
 
 @pytest.mark.slow  # a streaming job: Python started per step
@@ -112,18 +119,6 @@ def test_the_streaming_command_line_is_hadoops(streaming: HadoopCli):
     assert ("-input", hdfs("/data/a.txt")) in pairs
     assert call[-2] == "-output" and call[-1].startswith(hdfs("/out-temp-"))
     assert not Path(shipped[1]).parent.exists()  # the runner's directory is removed once the job is done
-
-
-@pytest.mark.slow  # a streaming job: Python started per step
-def test_counters_reach_hadoop_and_are_summed_across_steps(
-    streaming: HadoopCli, caplog: pytest.LogCaptureFixture
-):
-    caplog.set_level("INFO", logger="luigi-interface")
-    run(WordCount(sources=[hdfs("/data/a.txt"), hdfs("/data/b.txt")], destination=hdfs("/out")))
-    logged = [record.getMessage() for record in caplog.records]
-    # 3 lines, 7 words: batches of 3 plus the remainder flushed at the end of each mapper
-    assert "\tlines" in logged and "\t\tread=3" in logged
-    assert "\twords" in logged and "\t\tseen=7" in logged
 
 
 @pytest.mark.slow  # a streaming job: Python started per step

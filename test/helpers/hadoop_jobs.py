@@ -37,6 +37,7 @@ class StreamingJob(JobTask):
 
     sources = luigi.ListParameter()
     destination = luigi.Parameter()
+    n_reduce_tasks = 2  # each reducer is a Python process on the stand-in; Luigi's 25 would be slow here
 
     def requires(self) -> list[Text]:  # type: ignore[override]
         return [Text(path) for path in self.sources]
@@ -47,8 +48,6 @@ class StreamingJob(JobTask):
 
 class WordCount(StreamingJob):
     """Counts words; counters: each line read (``lines,read``), each word (``words,seen``, batches of 3)."""
-
-    n_reduce_tasks = 2
 
     def mapper(self, line: str) -> Iterator[tuple[str, int]]:
         self.incr_counter("lines", "read", 1)
