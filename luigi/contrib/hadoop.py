@@ -146,12 +146,18 @@ class HadoopJobRunner(JobRunner):
                 DeprecationWarning,
                 stacklevel=2,
             )
-        self.tmp_dir = self._make_tmp_dir()
         output_final = _single_output(job).path
         output_hadoop = self._output_path(job, output_final)
-        arglist = self._arglist(job, self.tmp_dir, output_hadoop)
-        job.dump(self.tmp_dir)
-        self._ship_code(job, self.tmp_dir)
+        self.tmp_dir = self._make_tmp_dir()
+        try:
+            arglist = self._arglist(job, self.tmp_dir, output_hadoop)
+            job.dump(self.tmp_dir)
+            self._ship_code(job, self.tmp_dir)
+            self._run_and_move(job, arglist, output_hadoop, output_final)
+        finally:
+            self.finish()
+
+    def _run_and_move(self, job: JobTask, arglist: list[str], output_hadoop: str, output_final: str) -> None:
         try:
             run_and_track_hadoop_job(arglist, tracking_url_callback=job.set_tracking_url)  # patchable here
         except HadoopJobError:
@@ -159,7 +165,6 @@ class HadoopJobRunner(JobRunner):
             raise
         if output_hadoop != output_final:
             luigi.contrib.hdfs.HdfsTarget(output_hadoop).move_dir(output_final)
-        self.finish()
 
     def _make_tmp_dir(self) -> str:
         base = configuration.get_config().get("core", "tmp-dir", None)

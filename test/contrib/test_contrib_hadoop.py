@@ -168,6 +168,8 @@ def test_a_failing_mapper_fails_the_task_with_the_jobs_output_and_leaves_no_outp
     explained = task.on_failure(error)
     assert explained is not None and "refusing the record" in explained and "stderr:" in explained
     assert [path for path in streaming.listing() if "never" in path] == []
+    [call] = streaming.jar_calls()
+    assert not Path(call[call.index("-file") + 3]).parent.exists()  # nor the runner's local directory
 
 
 @pytest.mark.slow  # a streaming job: Python started per step
