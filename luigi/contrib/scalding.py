@@ -41,10 +41,12 @@ class ScaldingJobRunner(hadoop.JobRunner):
     def __init__(self) -> None:
         config = luigi.configuration.get_config()
         default_home = os.environ.get("SCALDING_HOME", "/usr/share/scalding")
-        self.scala_home = config.get("scalding", "scala-home", os.environ.get("SCALA_HOME", "/usr/share/scala"))
+        default_scala = os.environ.get("SCALA_HOME", "/usr/share/scala")
+        self.scala_home = config.get("scalding", "scala-home", default_scala)
         self.scalding_home = config.get("scalding", "scalding-home", default_home)
-        self.provided_dir = config.get("scalding", "scalding-provided", os.path.join(default_home, "provided"))
-        self.libjars_dir = config.get("scalding", "scalding-libjars", os.path.join(default_home, "libjars"))
+        provided, libjars = os.path.join(default_home, "provided"), os.path.join(default_home, "libjars")
+        self.provided_dir = config.get("scalding", "scalding-provided", provided)
+        self.libjars_dir = config.get("scalding", "scalding-libjars", libjars)
         self.tmp_dir = LocalTarget(is_tmp=True)
 
     def _get_jars(self, path: str) -> list[str]:
@@ -118,9 +120,8 @@ class ScaldingJobRunner(hadoop.JobRunner):
             self.get_scalding_jars() + self.get_provided_jars() + self.get_libjars() + job.extra_jars()
         )
         compiler = ":".join(self.get_scala_jars(include_compiler=True))
-        subprocess.check_call(
-            ["java", "-cp", compiler, "scala.tools.nsc.Main", "-classpath", classpath, "-d", build_dir, source]
-        )
+        scalac = ["java", "-cp", compiler, "scala.tools.nsc.Main"]
+        subprocess.check_call([*scalac, "-classpath", classpath, "-d", build_dir, source])
         job_jar = self.get_tmp_job_jar(source)
         subprocess.check_call(["jar", "cf", job_jar, "-C", build_dir, "."])
         return job_jar
