@@ -67,7 +67,12 @@ def check_rebuildable(task: luigi.Task, params: dict[str, str]) -> None:
             f"{where} is not reachable by name from its module (defined inside a function?), so the batch "
             "job cannot import it: define it at the top level of a module"
         )
-    rebuilt = cls.from_str_params(params).param_kwargs
+    check_parameters_survive(task, params, where)
+
+
+def check_parameters_survive(task: luigi.Task, params: dict[str, str], where: str) -> None:
+    """Raise TaskNotRebuildableError unless parsing ``params`` gives back every parameter of ``task``."""
+    rebuilt = type(task).from_str_params(params).param_kwargs
     changed = sorted(name for name, value in task.param_kwargs.items() if rebuilt.get(name) != value)
     if changed:
         raise TaskNotRebuildableError(
@@ -84,11 +89,18 @@ def make_job_dir(task: luigi.Task, shared_tmp_dir: str) -> str:
     return tempfile.mkdtemp(prefix=prefix, dir=shared_tmp_dir)
 
 
-def write_job_spec(task: luigi.Task, job_dir: str) -> None:
-    """Write ``job.json``: what the runner needs to rebuild ``task`` where the worker stands."""
+def write_job_spec(
+    task: luigi.Task, job_dir: str, module: str | None = None, extra: dict[str, Any] | None = None
+) -> None:
+    """Write ``job.json``: what the runner needs to rebuild ``task`` where the worker stands.
+
+    ``module`` replaces the task's module name (``hadoop`` ships a script run as ``__main__`` under its
+    own name); ``extra`` holds a runner's own JSON fields.
+    """
     spec = {
+        **(extra or {}),
         "format": JOB_FORMAT,
-        "module": type(task).__module__,
+        "module": module or type(task).__module__,
         "family": task.task_family,
         "params": serialized_params(task),
         "cwd": os.getcwd(),

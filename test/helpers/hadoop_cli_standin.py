@@ -6,7 +6,7 @@ Run as a script (the `hadoop_cli` fixture puts a ``hadoop`` launcher for it firs
 ``-rmr``, ``-mv``, ``-cp``, ``-count``, ``-du [-s]``, ``-chmod [-R]``, ``-chown [-R]`` and ``-touchz``,
 printing what Hadoop 2/3's FsShell prints (``Found N items``, the ``-ls`` columns, ``-count``'s widths,
 errors as ``<cmd>: `<path>': No such file or directory`` on stderr with exit 1, unknown commands with
-exit 255).
+exit 255). ``hadoop jar`` goes to `hadoop_jar_standin`.
 
 Paths: ``hdfs://<host>[:port]/p``, ``hdfs:/p``, ``hdfs:///p`` and ``/p`` are ``p`` under
 ``$HADOOP_STANDIN_ROOT``; a relative path is under ``/user/<USER>``. Hosts other than those in
@@ -513,6 +513,10 @@ def main(argv: list[str]) -> int:
     """``hadoop [--config DIR] [--loglevel LEVEL] fs -<command> args...``: the command's exit status."""
     while len(argv) >= 2 and argv[0] in ("--config", "--loglevel"):
         argv = argv[2:]
+    if argv[:1] == ["jar"]:  # ``hadoop jar``: the job stand-in
+        import hadoop_jar_standin
+
+        return hadoop_jar_standin.main(argv[1:])
     if len(argv) < 2 or argv[0] not in ("fs", "dfs") or not argv[1].startswith("-"):
         print("Usage: hadoop fs [generic options] -<command> ...", file=sys.stderr)
         return 255 if len(argv) >= 1 and argv[0] in ("fs", "dfs") else 1

@@ -8,6 +8,7 @@ WebHDFS stand-in (`webhdfs_standin`) over the same directory and is parametrized
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -39,6 +40,13 @@ class HadoopCli:
     def listing(self) -> list[str]:
         """Every HDFS path that exists, sorted (to show nothing was left behind)."""
         return sorted("/" + str(p.relative_to(self.root)) for p in self.root.rglob("*"))
+
+    def jar_calls(self) -> list[list[str]]:
+        """The argument list of every ``hadoop jar`` call so far (recorded by `hadoop_jar_standin`)."""
+        record = Path(f"{self.root}.jobs.jsonl")
+        if not record.exists():
+            return []
+        return [json.loads(line) for line in record.read_text().splitlines()]
 
     def take_namenode_down(self) -> None:
         """Make every ``hadoop fs`` command fail as a refused connection to the NameNode does."""
