@@ -197,9 +197,9 @@ class HiveThriftContext:
 
     def __enter__(self) -> Any:
         try:
-            from hive_metastore import ThriftHiveMetastore  # type: ignore[import-not-found]
-            from thrift.protocol import TBinaryProtocol  # type: ignore[import-not-found]
-            from thrift.transport import TSocket, TTransport  # type: ignore[import-not-found]
+            from hive_metastore import ThriftHiveMetastore
+            from thrift.protocol import TBinaryProtocol
+            from thrift.transport import TSocket, TTransport
         except ImportError as error:
             raise Exception(f"Could not import Hive thrift library: {error}") from error
         host = _config().get("hive", "metastore_host")
@@ -327,7 +327,7 @@ class HiveQueryTask(hadoop.BaseHadoopJobTask):
 
     def hiverc(self) -> str | list[str] | None:
         """Initialisation files run first (``hive -i``): ``[hive] hiverc-location``, one or a list."""
-        return _config().get("hive", "hiverc-location", default=None)  # type: ignore[no-any-return]
+        return _config().get("hive", "hiverc-location", default=None)
 
     def hivevars(self) -> dict[str, Any]:
         """Variables for the query (``--hivevar k=v``)."""
@@ -426,7 +426,7 @@ class HivePartitionTarget(luigi.Target):
         """The partition's storage location."""
         location = self.client.table_location(self.table, self.database, self.partition)
         if not location:
-            raise Exception(f"Couldn't find location for table: {self}")
+            raise Exception(f"Couldn't find location for table: {self.database}.{self.table}")
         return str(location)
 
 

@@ -159,7 +159,9 @@ def test_a_failing_query_fails_the_task_with_hives_error(hive_cli: HiveStandIn) 
     failures: list[BaseException] = []
     Broken.event_handler(luigi.Event.FAILURE)(lambda task, error: failures.append(error))
     assert not luigi.build([Broken(ds="2024-02-03")], local_scheduler=True)
-    assert "Table not found nowhere" in str(failures[0])
+    (error,) = failures
+    assert "Table not found nowhere" in error.err  # and in the failure text the scheduler shows
+    assert "Table not found nowhere" in Broken(ds="2024-02-03").on_failure(error)
 
 
 def test_an_external_hive_task_is_complete_once_its_partition_exists(hive_cli: HiveStandIn) -> None:
