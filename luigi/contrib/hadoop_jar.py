@@ -12,7 +12,7 @@ import random
 import shlex
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import luigi.contrib.hadoop
 import luigi.contrib.hdfs
@@ -31,7 +31,15 @@ class HadoopJarJobFailed(HadoopJarJobError, HadoopJobError):
     """The jar's job ran and failed: a `HadoopJobError` (message, out, err) and a `HadoopJarJobError`."""
 
 
-def fix_paths(job: HadoopJarJobTask) -> tuple[list[tuple[luigi.contrib.hdfs.HdfsTarget, str]], list[str]]:
+class JobArguments(Protocol):
+    """What ``fix_paths`` reads of a job: its arguments and whether its outputs are written atomically."""
+
+    def args(self) -> list[Any]: ...
+
+    def atomic_output(self) -> bool: ...
+
+
+def fix_paths(job: JobArguments) -> tuple[list[tuple[luigi.contrib.hdfs.HdfsTarget, str]], list[str]]:
     """``job.args()`` as strings, outputs not yet written swapped for temporary paths.
 
     Returns ``(tmp_files, args)``; ``tmp_files`` pairs each temporary target with the final path.
