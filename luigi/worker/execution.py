@@ -258,8 +258,10 @@ class InProcessRunner:
         if self._capture is None:
             self._capture = OutputCapture.current()
             self._capture.hold_console()
-        limit = self._options.task_log_max_bytes
-        with captured_output(reporter.append_task_log, limit, process.task) as log:
+        options = self._options
+        with captured_output(
+            reporter.append_task_log, options.task_log_max_bytes, process.task, options.task_log_redact
+        ) as log:
             process.run()
         return log.tail if log is not None else None
 
