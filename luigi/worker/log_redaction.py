@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from luigi.configuration import ConfigError
 from luigi.worker.config import task_log
 
 MASK = "***"
@@ -80,8 +81,8 @@ BUILT_IN_SOURCES = tuple(pattern.regex for pattern in BUILT_IN_PATTERNS)
 _KEYWORDS = {pattern.regex: pattern.keywords for pattern in BUILT_IN_PATTERNS}
 
 
-class RedactPatternError(ValueError):
-    """A ``[task_log] redact`` line that is not a regular expression."""
+class RedactPatternError(ConfigError, ValueError):
+    """A ``[task_log] redact`` line that is not a regular expression (the ``luigi`` command prints one line)."""
 
 
 def configured_patterns() -> tuple[str, ...]:

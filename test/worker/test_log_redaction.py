@@ -3,6 +3,12 @@ their reach over output written in pieces (``Scrubber`` with a ``Redaction``).""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import pytest
 
 from luigi import configuration
@@ -170,6 +176,32 @@ def test_a_pattern_that_does_not_compile_stops_the_worker_at_start_naming_the_se
     assert "\n" not in message
     assert message.startswith("[task_log] redact: 'broken(unclosed' is not a regular expression")
     assert "fix or remove that line" in message
+
+
+def test_the_luigi_command_reports_a_bad_pattern_in_one_line_and_runs_nothing(tmp_path: Path) -> None:
+    (tmp_path / "one_task.py").write_text("import luigi\n\nclass Noted(luigi.Task):\n    pass\n")
+    (tmp_path / "luigi.cfg").write_text(
+        textwrap.dedent(
+            """\
+            [task_log]
+            redact =
+                order-[0-9]+
+                broken(unclosed
+            """
+        )
+    )
+    env = {
+        **os.environ,
+        "LUIGI_CONFIG_PATH": str(tmp_path / "luigi.cfg"),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    command = [sys.executable, "-m", "luigi", "--module", "one_task", "Noted", "--local-scheduler"]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 4 and done.stdout == ""
+    assert done.stderr == (
+        "luigi.worker.log_redaction.RedactPatternError: [task_log] redact: 'broken(unclosed' is not a regular"
+        " expression (missing ), unterminated subpattern at position 6); fix or remove that line\n"
+    )
 
 
 # -- output written in pieces --------------------------------------------------------------------------
