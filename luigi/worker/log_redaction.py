@@ -109,28 +109,34 @@ _Step = tuple[re.Pattern[str], tuple[str, ...], Callable[[re.Match[str]], str]]
 
 
 class Redaction:
-    """Patterns compiled, each with its pre-check words (none for a user's pattern: it always runs)."""
+    """Patterns compiled, each with its pre-check words (none for a user's pattern: it always runs).
 
-    __slots__ = ("_steps",)
+    When every pattern has words (the built-in ones alone), a text holding none of them is returned as it
+    is after one scan per distinct word: the usual line costs no regex at all.
+    """
+
+    __slots__ = ("_steps", "_gate")
 
     def __init__(self, patterns: Sequence[str]) -> None:
         self._steps: list[_Step] = []
         for source in patterns:
             regex = re.compile(source)
             self._steps.append((regex, _KEYWORDS.get(source, ()), _masker(regex)))
+        every_word = [word for _, words, _ in self._steps for word in words]
+        gated = all(words for _, words, _ in self._steps)
+        self._gate = tuple(dict.fromkeys(every_word)) if gated else ()
 
     def __bool__(self) -> bool:
         return bool(self._steps)
 
     def redact(self, text: str) -> str:
         """``text`` with every match masked (whole lines: no pattern looks past a line's end)."""
-        lowered: str | None = None
+        lowered = text.lower()  # (stale after a mask: a word masked away only costs a search)
+        if self._gate and not _holds_any(lowered, self._gate):
+            return text
         for regex, keywords, mask in self._steps:
-            if keywords:
-                if lowered is None:
-                    lowered = text.lower()  # (stale after a mask: a word masked away only costs a search)
-                if not _holds_any(lowered, keywords):
-                    continue
+            if keywords and not _holds_any(lowered, keywords):
+                continue
             text = regex.sub(mask, text)
         return text
 

@@ -112,7 +112,7 @@ class Scrubber:
         if final:
             held, self._held = self._held, ["", ""]
             held[stream] = text
-            return "".join(self._redacted(rest) for rest in held)
+            return self._redacted(held[STDOUT]) + self._redacted(held[STDERR])
         cut = len(text) - self._held_chars
         if cut > 0 and self._redaction is not None:  # patterns see whole lines: the unfinished last one waits
             line_end = max(text.rfind("\n", 0, cut), text.rfind("\r", 0, cut)) + 1
@@ -172,7 +172,7 @@ class TaskLogSink:
         self._add(self._masked(text, False, stream))
 
     def _masked(self, text: str, final: bool, stream: int = STDOUT) -> str:
-        return self._scrubber.scrub(text, final, stream) if self._scrubber else text
+        return self._scrubber.scrub(text, final, stream) if self._scrubber is not None else text
 
     def _add(self, text: str) -> None:
         room = self._max_bytes - self._sent - self._buffered
@@ -198,7 +198,7 @@ class TaskLogSink:
         """Keep the rest as ``tail``, the run's last chunk (None when the run wrote nothing)."""
         if not self._cut:
             rest = self._decoder.decode(b"", final=True) if self._decoder is not None else ""
-            if rest or self._scrubber:  # a scrubber may hold the last characters back
+            if rest or self._scrubber is not None:  # a scrubber may hold the last characters back
                 self._add(self._masked(rest, final=True))
         if self._sent or self._buffer:
             self.tail = {"run": self.run, "offset": self._sent, "chunk": "".join(self._buffer)}
