@@ -82,7 +82,7 @@ _KEYWORDS = {pattern.regex: pattern.keywords for pattern in BUILT_IN_PATTERNS}
 
 
 class RedactPatternError(ConfigError, ValueError):
-    """A ``[task_log] redact`` line that is not a regular expression (the ``luigi`` command prints one line)."""
+    """A ``[task_log] redact`` line that is not a regular expression (``luigi`` prints it in one line)."""
 
 
 def configured_patterns() -> tuple[str, ...]:
