@@ -1,4 +1,5 @@
-"""The ``[worker]`` section (every knob of the worker loop, with Luigi's defaults) and ``[dask]``."""
+"""The ``[worker]`` section (every knob of the worker loop, with Luigi's defaults), ``[dask]`` and
+``[task_log]``."""
 
 from __future__ import annotations
 
@@ -99,4 +100,18 @@ class dask(Config):
     )
     connect_timeout = parameter.FloatParameter(
         default=30.0, description="Seconds to wait for the Dask scheduler to answer when the worker starts."
+    )
+
+
+class task_log(Config):
+    """Options of the ``[task_log]`` section: what is masked in each run's log before it leaves the worker
+    (``luigi.worker.log_redaction``)."""
+
+    redact = parameter.Parameter(
+        default="",
+        description="Regular expressions, one per line, whose matches are masked as *** in task logs.",
+    )
+    redact_defaults = parameter.BoolParameter(
+        default=True,
+        description="Also mask the built-in credential shapes (password=..., bearer tokens, AWS keys, ...).",
     )

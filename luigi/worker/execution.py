@@ -333,8 +333,10 @@ class InProcessRunner:
         if self._capture is None:
             self._capture = OutputCapture.current()
             self._capture.hold_console()
-        limit = self._options.task_log_max_bytes
-        with captured_output(reporter.append_task_log, limit, process.task) as log:
+        options = self._options
+        with captured_output(
+            reporter.append_task_log, options.task_log_max_bytes, process.task, options.task_log_redact
+        ) as log:
             self._run_in_window(process)
         return log.tail if log is not None else None
 

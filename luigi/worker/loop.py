@@ -31,7 +31,7 @@ from luigi.scheduler_api import SchedulerAPI
 from luigi.task import Task
 from luigi.task_register import load_task
 from luigi.task_status import DONE, FAILED, RUNNING
-from luigi.worker import identity, process_tree
+from luigi.worker import identity, log_redaction, process_tree
 from luigi.worker.config import EXECUTOR_DASK, dask, worker
 from luigi.worker.execution import InProcessRunner, RunnerChoice, TaskRunner
 from luigi.worker.get_work_reply import WORKER_STATE_DISABLED, WorkGrant
@@ -98,6 +98,7 @@ class Worker:
             scheduler = Scheduler()
         self._config = worker(**kwargs)
         _check_wait_settings(self._config)
+        self._task_log_redact = log_redaction.configured_patterns()  # a bad pattern stops the worker here
         self._scheduler = scheduler
         self._rpc = serialized(scheduler)
         # Decided once: only our RPC client rides out a restart, holds reports and asks ahead.
@@ -134,7 +135,7 @@ class Worker:
         self._progress: ProgressLine | None = None  # drawn on a terminal while run() runs
         self._messages = MessageRouter(self._deliver_message)
         self._stop_requesting_work = False
-        self._run_options: list[TaskRunOptions] = []  # their task_log_max_bytes is set by run()
+        self._run_options: list[TaskRunOptions] = []  # their task_log_* fields are set by run()
         self._process_tag = process_tree.worker_tag()  # every task run here is tagged under it
         self._in_process: InProcessRunner | None = None
         self._runner: TaskRunner = self._build_runner(remote)
@@ -368,6 +369,7 @@ class Worker:
         limit = self._config.task_log_max_bytes if self._scheduler_keeps_task_logs() else 0
         for options in self._run_options:
             options.task_log_max_bytes = limit
+            options.task_log_redact = self._task_log_redact
 
     def _scheduler_keeps_task_logs(self) -> bool:
         if self._config.task_log_max_bytes <= 0 or self._config.executor == EXECUTOR_DASK:

@@ -25,6 +25,7 @@ from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from luigi.parameter import Parameter, ParameterVisibility
+from luigi.worker.log_redaction import MASK, Redaction, compiled
 from luigi.worker.progress import CLEAR_LINE
 
 if TYPE_CHECKING:
@@ -50,8 +51,10 @@ def cut_marker(max_bytes: int) -> str:
     return f"\n[luigi: the rest of this run's output was cut at {max_bytes} bytes ({setting})]\n"
 
 
-MASK = "***"
 MIN_SECRET_CHARS = 4  # a shorter value (a digit, a flag) would mask ordinary text all over the log
+# A line longer than this (no line break in sight) is masked in pieces: a match across two pieces is missed.
+LONGEST_LINE = 64 * 1024
+STDOUT, STDERR = 0, 1  # a run's two streams, as ``Scrubber`` and ``TaskLogSink.feed`` number them
 
 
 def hidden_values(task: Any) -> list[str]:
@@ -84,28 +87,45 @@ def _secret_params(task_class: type[Task]) -> _SecretParams:
 
 
 class Scrubber:
-    """Masks secrets in a log's text, also one split between two pieces of output (the last characters
-    of a piece wait for the next one)."""
+    """Masks secrets in a log's text: the values of hidden parameters wherever they are, also one split
+    between two pieces of output (the last characters of a piece wait for the next one), and the matches
+    of the ``Redaction``'s patterns in each line, also one written in pieces (an unfinished line waits for
+    its end, up to ``LONGEST_LINE`` characters). stdout and stderr are held apart (``stream``), so that a
+    line of one written in the middle of a line of the other does not split it."""
 
-    def __init__(self, secrets: Sequence[str]) -> None:
+    def __init__(self, secrets: Sequence[str], redaction: Redaction | None = None) -> None:
         kept = {secret for secret in secrets if len(secret) >= MIN_SECRET_CHARS}
         self._secrets = sorted(kept, key=len, reverse=True)  # the longest first: one may contain another
         self._held_chars = max((len(secret) for secret in self._secrets), default=1) - 1
-        self._held = ""
+        self._redaction = redaction or None
+        self._held = ["", ""]  # of stdout, of stderr
 
     def __bool__(self) -> bool:
-        return bool(self._secrets)
+        return bool(self._secrets) or self._redaction is not None
 
-    def scrub(self, text: str, final: bool = False) -> str:
-        """``text`` with each secret masked; unless ``final``, its last characters are held back."""
-        text = self._held + text
+    def scrub(self, text: str, final: bool = False, stream: int = STDOUT) -> str:
+        """``text`` (written to ``stream``) with each secret masked; unless ``final``, its last characters
+        are held back, and when ``final`` what was held of every stream comes out too."""
+        text = self._held[stream] + text
         for secret in self._secrets:
             text = text.replace(secret, MASK)
-        if final or len(text) <= self._held_chars:
-            self._held = "" if final else text
-            return text if final else ""
-        self._held = text[len(text) - self._held_chars :] if self._held_chars else ""
-        return text[: len(text) - self._held_chars]
+        if final:
+            held, self._held = self._held, ["", ""]
+            held[stream] = text
+            return self._redacted(held[STDOUT]) + self._redacted(held[STDERR])
+        cut = len(text) - self._held_chars
+        if cut > 0 and self._redaction is not None:  # patterns see whole lines: the unfinished last one waits
+            line_end = max(text.rfind("\n", 0, cut), text.rfind("\r", 0, cut)) + 1
+            if line_end or len(text) <= LONGEST_LINE:
+                cut = line_end
+        if cut <= 0:
+            self._held[stream] = text
+            return ""
+        self._held[stream] = text[cut:]
+        return self._redacted(text[:cut])
+
+    def _redacted(self, text: str) -> str:
+        return self._redaction.redact(text) if self._redaction is not None and text else text
 
 
 class TaskLogSink:
@@ -120,9 +140,11 @@ class TaskLogSink:
     __slots__ = ("run", "tail", "_scrubber", "_send", "_max_bytes", "_decoder", "_buffer", "_buffered",
                  "_sent", "_since", "_cut")  # fmt: skip
 
-    def __init__(self, send: SendChunk, max_bytes: int, secrets: Sequence[str] = ()) -> None:
+    def __init__(
+        self, send: SendChunk, max_bytes: int, secrets: Sequence[str] = (), redaction: Redaction | None = None
+    ) -> None:
         self.run = _new_run_id()
-        self._scrubber = Scrubber(secrets) if secrets else None
+        self._scrubber = Scrubber(secrets, redaction) if secrets or redaction else None
         self.tail: dict[str, Any] | None = None
         self._send = send
         self._max_bytes = max_bytes
@@ -133,8 +155,8 @@ class TaskLogSink:
         self._since: float | None = None
         self._cut = False
 
-    def feed(self, data: bytes) -> None:
-        """Take output as it was written (partial UTF-8 sequences wait for their rest)."""
+    def feed(self, data: bytes, stream: int = STDOUT) -> None:
+        """Take output as it was written to ``stream`` (partial UTF-8 sequences wait for their rest)."""
         if self._cut:
             return
         if self._decoder is None:
@@ -147,10 +169,10 @@ class TaskLogSink:
             text = self._decoder.decode(data)
         if CLEAR_LINE in text:  # a task's print on a terminal with the progress line: for the eye only
             text = text.replace(CLEAR_LINE, "")
-        self._add(self._masked(text, final=False))
+        self._add(self._masked(text, False, stream))
 
-    def _masked(self, text: str, final: bool) -> str:
-        return self._scrubber.scrub(text, final) if self._scrubber else text
+    def _masked(self, text: str, final: bool, stream: int = STDOUT) -> str:
+        return self._scrubber.scrub(text, final, stream) if self._scrubber is not None else text
 
     def _add(self, text: str) -> None:
         room = self._max_bytes - self._sent - self._buffered
@@ -176,7 +198,7 @@ class TaskLogSink:
         """Keep the rest as ``tail``, the run's last chunk (None when the run wrote nothing)."""
         if not self._cut:
             rest = self._decoder.decode(b"", final=True) if self._decoder is not None else ""
-            if rest or self._scrubber:  # a scrubber may hold the last characters back
+            if rest or self._scrubber is not None:  # a scrubber may hold the last characters back
                 self._add(self._masked(rest, final=True))
         if self._sent or self._buffer:
             self.tail = {"run": self.run, "offset": self._sent, "chunk": "".join(self._buffer)}
@@ -316,7 +338,8 @@ class OutputCapture:
     def _drain(self) -> None:
         """Copy everything waiting in the pipes to the console and the sink (with the lock held)."""
         for read_end, _ in self._waiting.poll(0):  # one look at both pipes: often nothing is waiting
-            original = self._originals[self._pipe_of[read_end]]
+            stream = self._pipe_of[read_end]
+            original = self._originals[stream]
             while True:
                 try:
                     data = os.read(read_end, _READ_BYTES)
@@ -326,7 +349,7 @@ class OutputCapture:
                     break
                 _write_all(original, data)
                 if self._sink is not None:
-                    self._sink.feed(data)
+                    self._sink.feed(data, stream)
                 if len(data) < _READ_BYTES:  # a short read emptied the pipe: no read to fail
                     break
 
@@ -383,15 +406,16 @@ class _Capturing:
 
 
 def captured_output(
-    send: SendChunk, max_bytes: int, task: Any = None
+    send: SendChunk, max_bytes: int, task: Any = None, redact: Sequence[str] = ()
 ) -> contextlib.AbstractContextManager[TaskLogSink | None]:
     """Capture a run's output into a new log sent by ``send`` (the sink, whose ``tail`` is the last chunk
-    once the block ends), with the values of ``task``'s hidden and private parameters masked; nothing is
-    captured, and the block gets None, when ``max_bytes`` <= 0."""
+    once the block ends), with the values of ``task``'s hidden and private parameters and the matches of
+    the ``redact`` patterns masked; nothing is captured, and the block gets None, when ``max_bytes`` <= 0."""
     if max_bytes <= 0:
         return contextlib.nullcontext()
     secrets = hidden_values(task) if task is not None else []
-    return OutputCapture.current().capturing(TaskLogSink(send, max_bytes, secrets))
+    redaction = compiled(tuple(redact)) if redact else None
+    return OutputCapture.current().capturing(TaskLogSink(send, max_bytes, secrets, redaction))
 
 
 def _close_console(console: tuple[int, int]) -> None:

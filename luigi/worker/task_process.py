@@ -199,6 +199,7 @@ class TaskRunOptions:
     task_process_context: str | None = None
     in_child_process: bool = False
     task_log_max_bytes: int = 0  # of each run's output to capture and ship to the scheduler (0: none)
+    task_log_redact: tuple[str, ...] = ()  # patterns masked in that output ([task_log], log_redaction)
 
 
 class OutcomeBox:
@@ -236,6 +237,7 @@ class TaskProcess(multiprocessing.Process):
     }
     context: str | None = None  # dotted path of the context manager class (ContextManagedTaskProcess)
     task_log_max_bytes = 0  # of the run's output a task slot captures (ours; make_task_process sets it)
+    task_log_redact: tuple[str, ...] = ()  # the patterns masked in it (ours, set alike)
 
     @overload
     def __init__(
@@ -289,6 +291,7 @@ class TaskProcess(multiprocessing.Process):
             check_complete_on_run = options.check_complete_on_run
             task_completion_cache = options.completion_cache
             self.task_log_max_bytes = options.task_log_max_bytes
+            self.task_log_redact = options.task_log_redact
         else:
             self.status_reporter = status_reporter
             self.result_queue = result_queue
@@ -327,6 +330,7 @@ class TaskProcess(multiprocessing.Process):
             self.context,
             self.use_multiprocessing,
             self.task_log_max_bytes,
+            self.task_log_redact,
         )
 
     def run(self) -> TaskOutcome:  # type: ignore[override]  # Process.run returns None; ours the outcome too
@@ -507,4 +511,5 @@ def make_task_process(
         task_completion_cache=options.completion_cache,
     )
     process.task_log_max_bytes = options.task_log_max_bytes
+    process.task_log_redact = options.task_log_redact
     return process

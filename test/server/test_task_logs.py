@@ -26,6 +26,7 @@ PIPELINE = textwrap.dedent(
     import logging
     import os
     import subprocess
+    import sys
     import time
 
     import luigi
@@ -80,6 +81,32 @@ PIPELINE = textwrap.dedent(
 
         def run(self):
             print(f"connecting with {self.password} and {self.token}", flush=True)
+            self.output().open("w").close()
+
+
+    class PrintsCredentials(luigi.Task):
+        """Prints a credential of each shape [task_log] masks, some of them in pieces within a line."""
+
+        root = luigi.Parameter()
+
+        def output(self):
+            return luigi.LocalTarget(os.path.join(self.root, "credentials"))
+
+        def run(self):
+            print("db login password=hunter22-pw for ann", flush=True)
+            print("env PGPASSWORD=pg-secret-31 set", flush=True)
+            for piece in ("header Authorization: Bea", "rer eyJhbGc.tok", "-en-77 sent\\n"):
+                os.write(1, piece.encode())  # one line in three writes, the token split between two
+                time.sleep(0.1)  # (so that the capture reads them apart, as a slow printer's)
+            print("retry with bearer zz9-plural-z-alpha now", flush=True)
+            print("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY loaded", flush=True)
+            print("key id AKIAIOSFODNN7EXAMPLE in use", flush=True)
+            sys.stderr.write("connecting to postgresql://ann:url-pw-")
+            sys.stderr.flush()
+            time.sleep(0.1)
+            sys.stderr.write("5309@db.example:5432/sales now\\n")
+            print("GET https://api.example/v1?api_key=k3y-99817&page=2 ok", flush=True)
+            print("order order-ref-48213 shipped", flush=True)
             self.output().open("w").close()
 
 
@@ -250,6 +277,81 @@ def test_the_values_of_hidden_and_private_parameters_never_reach_the_kept_log(
         log = task_log(luigid, task_id_of(luigid, "Secretive"))
     assert "connecting with *** and ***" in log["chunk"]
     assert "hunter22-pw" not in log["chunk"] and "tok-9f3a2" not in log["chunk"]
+
+
+CREDENTIALS = [  # printed by PrintsCredentials: none may reach luigid
+    "hunter22-pw",
+    "pg-secret-31",
+    "eyJhbGc.token-77",
+    "zz9-plural-z-alpha",
+    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "AKIAIOSFODNN7EXAMPLE",
+    "url-pw-5309",
+    "k3y-99817",
+    "order-ref-48213",
+]
+MASKED_LINES = [  # the rest of each line is kept
+    "db login password=*** for ann",
+    "env PGPASSWORD=*** set",
+    "header Authorization: Bearer *** sent",
+    "retry with bearer *** now",
+    "aws_secret_access_key = *** loaded",
+    "key id *** in use",
+    "connecting to postgresql://ann:***@db.example:5432/sales now",
+    "GET https://api.example/v1?api_key=***&page=2 ok",
+    "order *** shipped",
+]
+OWN_PATTERN = "[task_log]\nredact =\n    order-ref-[0-9]+\n"  # one of the config's own, beside the built-in
+
+
+def luigid_files_text(luigid: LuigidProcess) -> str:
+    """Everything luigid keeps on disk: its task-log segments, its state and its own log, as text."""
+    kept = [path for path in luigid.workdir.rglob("*") if path.is_file() and _kept_by_luigid(luigid, path)]
+    assert any("task-logs" in path.parts for path in kept), kept  # the log store itself is read
+    return "".join(path.read_bytes().decode("utf-8", "replace") for path in kept)
+
+
+def _kept_by_luigid(luigid: LuigidProcess, path: Path) -> bool:
+    relative = path.relative_to(luigid.workdir)
+    return relative.parts[0] == "task-logs" or relative.name.startswith(("luigid-state", "luigid-"))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_credentials_a_task_prints_never_reach_luigids_log_store_and_the_rest_of_each_line_does(
+    tmp_path: Path, workers: int
+) -> None:
+    with running_luigid(tmp_path) as luigid:
+        output = finished(
+            run_pipeline(luigid, tmp_path, "PrintsCredentials", "--workers", str(workers), config=OWN_PATTERN)
+        )
+        log = task_log(luigid, task_id_of(luigid, "PrintsCredentials"))
+        wait_until(
+            lambda: "order *** shipped" in luigid_files_text(luigid),
+            what="the log's segment to reach the disk",
+        )
+        on_disk = luigid_files_text(luigid)
+    for line in MASKED_LINES:
+        assert line in log["chunk"] and line in on_disk
+    for secret in CREDENTIALS:
+        assert secret not in log["chunk"] and secret not in on_disk
+    assert "password=hunter22-pw" in output  # the worker's console shows the run's output unchanged
+
+
+def test_the_task_detail_shows_a_log_with_its_credentials_masked(tmp_path: Path) -> None:
+    with running_luigid(tmp_path) as luigid:
+        finished(run_pipeline(luigid, tmp_path, "PrintsCredentials", config=OWN_PATTERN))
+        task_id = task_id_of(luigid, "PrintsCredentials")
+        with browser() as chromium, checked_page(chromium) as page:
+            open_view(page, luigid.url.rstrip("/"), f"#tab=tasks&detail={quote(task_id)}")
+            page.wait_for_function(
+                "() => /ended/.test(document.querySelector('#task-log .task-log-note').textContent)"
+            )
+            shown = page.locator("#task-log .task-log").inner_text()
+            page.screenshot(path=str(tmp_path / "credentials.png"))
+    for line in MASKED_LINES:
+        assert line in shown
+    for secret in CREDENTIALS:
+        assert secret not in shown
 
 
 def test_the_task_detail_says_when_no_log_was_kept(tmp_path: Path) -> None:

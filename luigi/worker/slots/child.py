@@ -215,7 +215,8 @@ def _run_job(
     if options.task_log_max_bytes > 0:
         _hold_console()
     try:
-        with captured_output(reporter.append_task_log, options.task_log_max_bytes, task) as log:
+        limit, redact = options.task_log_max_bytes, options.task_log_redact
+        with captured_output(reporter.append_task_log, limit, task, redact) as log:
             make_task_process(task, reporter, options, job.get("timeout"), results).run()
         outcome = results.take(task.task_id)
         outcome.log_tail = log.tail if log is not None else None
