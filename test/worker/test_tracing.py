@@ -6,12 +6,17 @@ receiver (``helpers.otlp_receiver``) that decodes what the worker sends.
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.dask_cluster import TEST_DIR, DaskCluster
 from helpers.otlp_receiver import ReceivedSpan, receiving_traces
 from helpers.worker_process import start_worker, write_module
+
+pytest_plugins = ["helpers.dask_cluster"]
 
 RUN_TIMEOUT = 60.0
 STATUS_OK, STATUS_ERROR = 1, 2
@@ -62,8 +67,8 @@ PIPELINE = """
 """
 
 
-def run_luigi(directory: Path, task: list[str], workers: int, config: str) -> int:
-    process = start_worker(directory, "pipe", task, workers=workers, config=config)
+def run_luigi(directory: Path, task: list[str], workers: int, config: str, module: str = "pipe") -> int:
+    process = start_worker(directory, module, task, workers=workers, config=config)
     try:
         return process.wait(timeout=RUN_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -165,3 +170,25 @@ def test_an_endpoint_without_the_library_warns_once_and_runs_untraced(tmp_path: 
     assert log.count("pip install 'luigi[otel]'") == 1
     assert "[otel] endpoint is set but OpenTelemetry cannot be imported" in log
     assert "running untraced" in log
+
+
+def test_a_task_run_on_dask_has_its_span_in_the_run_and_gets_it_as_traceparent(
+    dask_cluster: DaskCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TEST_DIR), os.environ.get("PYTHONPATH", "")]))
+    with receiving_traces() as receiver:
+        config = (
+            f"[worker]\nexecutor = dask\n[dask]\nscheduler_address = {dask_cluster.address}\n"
+            f"[otel]\nendpoint = {receiver.endpoint}\n"
+        )
+        task = ["RecordsItsTraceParent", "--root", str(tmp_path)]
+        assert run_luigi(tmp_path, task, 1, config, module="helpers.dask_tasks") == 0
+        spans = receiver.wait_for(
+            lambda spans: spans if by_name(spans, "luigi run") else None, "the run's root span"
+        )
+    (root,) = by_name(spans, "luigi run")
+    (run,) = by_name(spans, "RecordsItsTraceParent")
+    assert run.parent_span_id == root.span_id and run.attributes["luigi.task.status"] == "DONE"
+    record = json.loads((tmp_path / "traceparent.json").read_text())
+    assert record["pid"] in dask_cluster.worker_pids()
+    assert record["traceparent"].split("-")[1:3] == [root.trace_id, run.span_id]
