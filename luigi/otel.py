@@ -51,6 +51,11 @@ def tracer(service_name: str) -> Any:
     url = endpoint()
     if not url:
         return None
+    if not url.startswith(("http://", "https://")):
+        _warn_once(
+            f"[otel] endpoint = {url!r} is not an http(s) URL (e.g. http://collector:4318); running untraced"
+        )
+        return None
     if _provider is None:
         _provider = _build_provider(url, service_name)
         if _provider is None:
@@ -60,8 +65,15 @@ def tracer(service_name: str) -> Any:
     return _provider.get_tracer("luigi")
 
 
-def _build_provider(url: str, service_name: str) -> Any:
+def _warn_once(message: str) -> None:
+    """One warning per process: tracing is misconfigured, the run goes on untraced."""
     global _warned
+    if not _warned:
+        logger.warning("%s", message)
+        _warned = True
+
+
+def _build_provider(url: str, service_name: str) -> Any:
     try:
         from opentelemetry import trace
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -69,13 +81,10 @@ def _build_provider(url: str, service_name: str) -> Any:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError as exc:
-        if not _warned:
-            logger.warning(
-                "[otel] endpoint is set but OpenTelemetry cannot be imported (%s): %s; running untraced",
-                exc,
-                INSTALL_HINT,
-            )
-            _warned = True
+        _warn_once(
+            f"[otel] endpoint is set but OpenTelemetry cannot be imported ({exc}): {INSTALL_HINT}; "
+            "running untraced"
+        )
         return None
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
     exporter = OTLPSpanExporter(endpoint=url.rstrip("/") + "/v1/traces")

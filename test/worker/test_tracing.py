@@ -172,6 +172,14 @@ def test_an_endpoint_without_the_library_warns_once_and_runs_untraced(tmp_path: 
     assert "running untraced" in log
 
 
+def test_an_endpoint_that_is_not_an_http_url_warns_once_and_runs_untraced(tmp_path: Path) -> None:
+    write_module(tmp_path, "pipe", NO_OTEL_PROBE)
+    assert run_luigi(tmp_path, ["Probe"], 1, "[otel]\nendpoint = collector:4318\n") == 0
+    assert (tmp_path / "modules.txt").read_text() == "[]"
+    log = (tmp_path / "worker.log").read_text()
+    assert log.count("[otel] endpoint = 'collector:4318' is not an http(s) URL") == 1
+
+
 def test_a_task_run_on_dask_has_its_span_in_the_run_and_gets_it_as_traceparent(
     dask_cluster: DaskCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
