@@ -36,12 +36,17 @@ from luigi.server.settings import ServerSettings
 if TYPE_CHECKING:
     from luigi.scheduler.core import Scheduler  # the channel module serves calls through this one
     from luigi.server.channel import Channels
+    from luigi.server.tracing import RpcSpans
 
 logger = logging.getLogger("luigi.server")
 
 BATCH_METHOD = "_batch"
 _CALL_KEYS = frozenset({"method", "kwargs"})
 _BATCH_KEYS = frozenset({"calls", "stop_on_error"})
+
+# [otel] scheduler_spans: the span maker of every served call, set by ``luigi.server.serve.run`` for
+# the life of a luigid (None: untraced, the default).
+rpc_spans: RpcSpans | None = None
 
 
 def _read_constant(name: str) -> float:
@@ -85,17 +90,23 @@ def call_scheduler(scheduler: Scheduler, method: RpcMethod, kwargs: Mapping[str,
     else the scheduler raises answers 500 and is logged with its traceback.
     """
     started = time.perf_counter()
+    status = 200
     try:
         result = invoke(scheduler, method.name, kwargs)
     except (RpcArgumentError, ValueError) as exc:
+        status = 400
         raise ClientError(400, str(exc)) from None
     except Exception as exc:  # a scheduler bug must not take the server down; report it to the caller
+        status = 500
         logger.exception("%s raised inside the scheduler", method.name)
         raise ClientError(
             500, f"{method.name} failed inside the scheduler: {type(exc).__name__}: {exc}"
         ) from None
     finally:
-        _observe_rpc(scheduler, method.name, time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        _observe_rpc(scheduler, method.name, seconds)
+        if rpc_spans is not None:
+            rpc_spans.record(method.name, seconds, status)
     try:
         return json.dumps(result)
     except (TypeError, ValueError) as exc:

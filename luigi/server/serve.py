@@ -19,12 +19,13 @@ import tornado.httpserver
 import tornado.ioloop
 import tornado.netutil
 
-from luigi.server import store_health
+from luigi.server import api, store_health
 from luigi.server.app import app
 from luigi.server.channel import Channels
 from luigi.server.guard import HostPolicy
 from luigi.server.handlers import VISUALISER_PATH
 from luigi.server.settings import ServerSettings
+from luigi.server.tracing import RpcSpans
 
 if TYPE_CHECKING:
     from luigi.scheduler.core import Scheduler
@@ -277,6 +278,7 @@ def run(
     )
     server.bind()
     _current = server
+    api.rpc_spans = RpcSpans.configured()
     try:
         if load:
             _call_hook(scheduler, "load", reraise=True)  # a store that cannot be used is fatal: say so now
@@ -285,6 +287,7 @@ def run(
         asyncio.run(server.serve())
     finally:
         _current = None
+        api.rpc_spans = None
         server.close_sockets()
         _call_hook(scheduler, "dump")
         _call_hook(scheduler, "close")

@@ -36,7 +36,13 @@ from luigi.worker.dask_remote import (
     run_on_dask_worker,
 )
 from luigi.worker.messages import Message
-from luigi.worker.task_process import FORWARDABLE_REPORTS, TaskOutcome, TaskRunOptions, TaskStatusReporter
+from luigi.worker.task_process import (
+    FORWARDABLE_REPORTS,
+    TaskOutcome,
+    TaskRunOptions,
+    TaskStatusReporter,
+    run_options,
+)
 
 # distributed's API is untyped: its client and its futures (of a ``RemoteRun``) are held as Any.
 DaskClient = Any
@@ -110,7 +116,7 @@ class DaskRunner:
         client.subscribe_topic(self._topic, lambda event: self._wakeups.put(("report", event[1])))
         return client
 
-    def start(self, task: Task, timeout: float | None) -> None:
+    def start(self, task: Task, timeout: float | None, trace_parent: str | None = None) -> None:
         """Submit ``task``'s run to the cluster (connecting again after a ``shut_down``)."""
         task_id = task.task_id
         deadline = time.time() + timeout if timeout else None
@@ -119,7 +125,14 @@ class DaskRunner:
             self._client = self._connect()
         run_key = f"{task_id}-{uuid.uuid4().hex}"
         future = self._client.submit(
-            run_on_dask_worker, task, self._options, self._topic, run_key, timeout, deadline, key=run_key
+            run_on_dask_worker,
+            task,
+            run_options(self._options, trace_parent),
+            self._topic,
+            run_key,
+            timeout,
+            deadline,
+            key=run_key,
         )
         self._running[task_id] = _Submitted(task, run_key, future, reporter, timeout, deadline)
         future.add_done_callback(lambda done: self._wakeups.put(("done", done)))

@@ -42,6 +42,7 @@ from luigi.worker.task_process import (
     TaskRunOptions,
     TaskStatusReporter,
     make_task_process,
+    run_options,
 )
 
 logger = logging.getLogger("luigi-interface")
@@ -68,8 +69,9 @@ class TaskRunner(Protocol):
     worker holds earlier messages until then (``luigi.worker.messages``).
     """
 
-    def start(self, task: Task, timeout: float | None) -> None:
-        """Begin running ``task`` (an in-process runner runs it to the end here); ``timeout`` in seconds.
+    def start(self, task: Task, timeout: float | None, trace_parent: str | None = None) -> None:
+        """Begin running ``task`` (an in-process runner runs it to the end here); ``timeout`` in seconds;
+        ``trace_parent``: the run's span ([otel]), which the run is given (``TaskRunOptions.trace_parent``).
 
         A task that cannot be started is not an error: its FAILED outcome is collected like any other.
         """
@@ -126,16 +128,16 @@ class RunnerChoice:
         """Whether a task with this ``timeout`` runs in a task slot rather than in this process."""
         return timeout is not None or self._worker_processes() > 1 or self._force_slots
 
-    def start(self, task: Task, timeout: float | None) -> None:
+    def start(self, task: Task, timeout: float | None, trace_parent: str | None = None) -> None:
         """Run ``task`` in this process or in a slot, as ``needs_slot`` decides (a task cancelled before
         it started ends in this process, without running)."""
         if not self.needs_slot(timeout) or self.in_process.cancelled_before_start(task.task_id):
-            self.in_process.start(task, timeout)
+            self.in_process.start(task, timeout, trace_parent)
             return
         if self.in_slots is None:
             self.in_slots = self._make_slot_runner()
         self.in_process.starts_elsewhere(task.task_id)
-        self.in_slots.start(task, timeout)
+        self.in_slots.start(task, timeout, trace_parent)
 
     def deliver(self, task_id: str, message: Message) -> bool:
         """Pass a scheduler message to whichever runner runs ``task_id``."""
@@ -236,7 +238,7 @@ class InProcessRunner:
         self._inboxes: dict[str, queue.Queue[SchedulerMessage]] = {}  # of tasks that take messages
         self._capture: OutputCapture | None = None  # holding the console from the first captured run
 
-    def start(self, task: Task, timeout: float | None) -> None:
+    def start(self, task: Task, timeout: float | None, trace_parent: str | None = None) -> None:
         """Ask ahead if worth it, then run ``task`` here and keep its outcome for ``collect``."""
         task_id = task.task_id
         inbox: queue.Queue[SchedulerMessage] | None = None
@@ -244,7 +246,8 @@ class InProcessRunner:
             inbox = self._inboxes[task_id] = queue.Queue()
         reporter = TaskStatusReporter(self._scheduler, task_id, self._options.worker_id, inbox)
         results = OutcomeBox()
-        process = make_task_process(task, reporter, self._options, timeout, results)
+        options = run_options(self._options, trace_parent)
+        process = make_task_process(task, reporter, options, timeout, results)
         ahead = self._ahead
         if ahead is None:
             self._opened(task_id)

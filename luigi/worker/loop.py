@@ -54,6 +54,7 @@ from luigi.worker.task_process import (
 
 if TYPE_CHECKING:
     from luigi.rpc.client import RemoteScheduler
+    from luigi.worker.tracing import RunSpans
 
 logger = logging.getLogger("luigi-interface")
 
@@ -139,6 +140,7 @@ class Worker:
         self._process_tag = process_tree.worker_tag()  # every task run here is tagged under it
         self._in_process: InProcessRunner | None = None
         self._runner: TaskRunner = self._build_runner(remote)
+        self._spans = _run_spans(self._id)  # [otel]: a span per task run, or None (untraced)
         self._leases = LeaseBook(self._runner.granted_ahead)  # what the pings say this worker holds
         self._handover = Handover(
             self._leases, self._rpc, self._id, self._config.ping_interval, self._runner, self._forget_run
@@ -226,6 +228,9 @@ class Worker:
             self._keep_alive_thread = None
         self._runner.shut_down()
         self._restore_shutdown_handler()
+        if self._spans is not None:
+            self._spans.close()
+            self._spans = None
 
     def _install_shutdown_handler(self) -> None:
         if self._config.no_install_shutdown_handler or not hasattr(signal, "SIGUSR1"):
@@ -545,7 +550,10 @@ class Worker:
         timeout = task.worker_timeout if task.worker_timeout is not None else self._config.timeout
         self._running_tasks[task_id] = task
         self._leases.started(task_id)
-        self._runner.start(task, timeout or None)
+        if self._spans is None:
+            self._runner.start(task, timeout or None)
+        else:
+            self._runner.start(task, timeout or None, self._spans.started(task))
         self._show_progress()
 
     def _collect_outcomes(self, block: bool) -> None:
@@ -560,6 +568,8 @@ class Worker:
 
     def _handle_outcome(self, outcome: TaskOutcome) -> None:
         """Report one finished run to the scheduler, adding dynamic dependencies and rescheduling."""
+        if self._spans is not None:
+            self._spans.ended(outcome)
         task = self._ledger.tasks.get(outcome.task_id)
         if task is None or self._note_new_owners(self._handover.ended_elsewhere(outcome.task_id)):
             return
@@ -638,6 +648,17 @@ class Worker:
 
 # Luigi's lower bound for ``[worker] wait_interval`` (seconds).
 _SHORTEST_WAIT_INTERVAL = 1e-5
+
+
+def _run_spans(worker_id: str) -> RunSpans | None:
+    """The worker's spans when ``[otel] endpoint`` is set; nothing of OpenTelemetry is imported otherwise."""
+    from luigi import otel
+
+    if not otel.endpoint():
+        return None
+    from luigi.worker.tracing import RunSpans
+
+    return RunSpans.configured(worker_id)
 
 
 def _check_wait_settings(config: worker) -> None:

@@ -13,6 +13,7 @@ through the worker from a child.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import logging
 import multiprocessing
@@ -200,6 +201,12 @@ class TaskRunOptions:
     in_child_process: bool = False
     task_log_max_bytes: int = 0  # of each run's output to capture and ship to the scheduler (0: none)
     task_log_redact: tuple[str, ...] = ()  # patterns masked in that output ([task_log], log_redaction)
+    trace_parent: str | None = None  # W3C traceparent of this run's span ([otel]; None: not traced)
+
+
+def run_options(options: TaskRunOptions, trace_parent: str | None) -> TaskRunOptions:
+    """A runner's ``options`` for one run: the same object unless the run is traced ([otel])."""
+    return options if trace_parent is None else dataclasses.replace(options, trace_parent=trace_parent)
 
 
 class OutcomeBox:
@@ -238,6 +245,7 @@ class TaskProcess(multiprocessing.Process):
     context: str | None = None  # dotted path of the context manager class (ContextManagedTaskProcess)
     task_log_max_bytes = 0  # of the run's output a task slot captures (ours; make_task_process sets it)
     task_log_redact: tuple[str, ...] = ()  # the patterns masked in it (ours, set alike)
+    trace_parent: str | None = None  # the run's span, as a W3C traceparent (ours; make_task_process sets it)
 
     @overload
     def __init__(
@@ -292,6 +300,7 @@ class TaskProcess(multiprocessing.Process):
             task_completion_cache = options.completion_cache
             self.task_log_max_bytes = options.task_log_max_bytes
             self.task_log_redact = options.task_log_redact
+            self.trace_parent = options.trace_parent
         else:
             self.status_reporter = status_reporter
             self.result_queue = result_queue
@@ -331,10 +340,19 @@ class TaskProcess(multiprocessing.Process):
             self.use_multiprocessing,
             self.task_log_max_bytes,
             self.task_log_redact,
+            self.trace_parent,
         )
 
     def run(self) -> TaskOutcome:  # type: ignore[override]  # Process.run returns None; ours the outcome too
         """Run the task here (inside the context manager, if any); put the result on ``result_queue``."""
+        if self.trace_parent is None:
+            return self._run_and_put()
+        from luigi.otel import run_in_trace
+
+        with run_in_trace(self.trace_parent):
+            return self._run_and_put()
+
+    def _run_and_put(self) -> TaskOutcome:
         outcome = TaskOutcome(self.task.task_id)
         try:
             if self.context:
@@ -512,4 +530,5 @@ def make_task_process(
     )
     process.task_log_max_bytes = options.task_log_max_bytes
     process.task_log_redact = options.task_log_redact
+    process.trace_parent = options.trace_parent
     return process

@@ -150,3 +150,16 @@ class RunsUntilCancelled(MaybeTimed):
         finally:
             child.kill()
             child.wait()
+
+
+class RecordsItsTraceParent(luigi.Task):
+    """Writes the pid it ran in and the ``TRACEPARENT`` its run was given ([otel])."""
+
+    root = luigi.Parameter()
+
+    def output(self) -> luigi.LocalTarget:
+        return luigi.LocalTarget(str(Path(self.root) / "traceparent.json"))
+
+    def run(self) -> None:
+        with self.output().open("w") as out:
+            json.dump({**where_it_ran(), "traceparent": os.environ.get("TRACEPARENT")}, out)

@@ -52,7 +52,7 @@ class CallingRunner:
         self.outcomes: list[TaskOutcome] = []
         self.shut_downs = 0
 
-    def start(self, task: Task, timeout: float | None) -> None:
+    def start(self, task: Task, timeout: float | None, trace_parent: str | None = None) -> None:
         self.started.append((task.task_id, timeout))
         task.run()
         self.outcomes.append(TaskOutcome(task.task_id, DONE))
@@ -105,7 +105,7 @@ class FakeSlots:
         self.started: list[str] = []
         self.outcomes: list[TaskOutcome] = []
 
-    def start(self, task: Task, timeout: float | None) -> None:
+    def start(self, task: Task, timeout: float | None, trace_parent: str | None = None) -> None:
         self.started.append(task.task_id)
 
     def deliver(self, task_id: str, message: Message) -> bool:

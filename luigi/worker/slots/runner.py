@@ -13,7 +13,13 @@ from luigi.task import Task
 from luigi.task_status import FAILED
 from luigi.worker.messages import Message
 from luigi.worker.slots.pool import SlotPool
-from luigi.worker.task_process import TaskOutcome, TaskRunOptions, TaskStatusReporter, make_task_process
+from luigi.worker.task_process import (
+    TaskOutcome,
+    TaskRunOptions,
+    TaskStatusReporter,
+    make_task_process,
+    run_options,
+)
 
 logger = logging.getLogger("luigi-interface")
 
@@ -44,12 +50,13 @@ class SlotRunner:
         self._cancelled: dict[str, str] = {}
         self._cancelled_lock = threading.Lock()
 
-    def start(self, task: Task, timeout: float | None) -> None:
+    def start(self, task: Task, timeout: float | None, trace_parent: str | None = None) -> None:
         """Hand ``task`` to a slot (forking one if needed); a refused fork fails the task, not the worker."""
         task_id = task.task_id
         reporter = TaskStatusReporter(self._scheduler, task_id, self._options.worker_id)
-        # the worker-side view of the run (the slot builds its own): its reports are applied through it
-        process = make_task_process(task, reporter, self._options, timeout, None)
+        # the worker-side view of the run (the slot builds its own from its options, trace_parent too)
+        options = run_options(self._options, trace_parent)
+        process = make_task_process(task, reporter, options, timeout, None)
         deadline = time.time() + timeout if timeout else None
         try:
             self.pool.start(process, deadline, self._tasks, self._options.completion_cache)
