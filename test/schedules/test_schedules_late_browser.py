@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.browser import browser, checked_page, open_view, watched_page
+from helpers.browser import open_view, watched_page
 from helpers.luigid import LuigidProcess, running_luigid, wait_until
 from helpers.schedules import cron, runs, schedule_config
 
@@ -55,18 +55,18 @@ def open_schedules(page: Any, luigid: LuigidProcess) -> None:
     page.wait_for_selector(".schedule-card")
 
 
-def test_a_run_past_its_deadline_is_marked_late_and_one_on_time_is_not(chromium_page, luigid):
-    open_schedules(chromium_page, luigid)
-    late = run_row(chromium_page, "slow").locator(".run-late")
+def test_a_run_past_its_deadline_is_marked_late_and_one_on_time_is_not(page, luigid):
+    open_schedules(page, luigid)
+    late = run_row(page, "slow").locator(".run-late")
     assert late.inner_text() == "late"
     assert late.get_attribute("class") == "badge st-FAILED run-late"
     deadline = runs(luigid.probe(), "slow")[-1]["deadline"]
     assert deadline is not None and late.get_attribute("title").startswith("Not ended well by its deadline, ")
-    assert run_row(chromium_page, "slow").locator(".run-outcome").inner_text() == "running"
-    assert run_row(chromium_page, "quick").locator(".run-late").count() == 0
-    facts = chromium_page.locator('.schedule-card[data-schedule="slow"] .schedule-facts').inner_text()
+    assert run_row(page, "slow").locator(".run-outcome").inner_text() == "running"
+    assert run_row(page, "quick").locator(".run-late").count() == 0
+    facts = page.locator('.schedule-card[data-schedule="slow"] .schedule-facts').inner_text()
     assert "1 s after each start: a run not ended well by then is late" in facts
-    quick_facts = chromium_page.locator('.schedule-card[data-schedule="quick"] .schedule-facts').inner_text()
+    quick_facts = page.locator('.schedule-card[data-schedule="quick"] .schedule-facts').inner_text()
     assert "10 min 00 s after each start" in quick_facts
 
 
@@ -83,15 +83,3 @@ def test_a_screenshot_of_a_late_run(chromium, luigid, tmp_path):
     keep = os.environ.get(SCREENSHOT_ENV)
     if keep:
         Path(keep).write_bytes(shot.read_bytes())
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with browser() as launched:
-        yield launched
-
-
-@pytest.fixture
-def chromium_page(chromium: Any) -> Iterator[Any]:
-    with checked_page(chromium, timezone_id="UTC") as opened:
-        yield opened
