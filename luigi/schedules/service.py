@@ -280,7 +280,7 @@ class ScheduleService:
             logger.exception("Schedule %s: run #%d failed inside luigid", schedule.spec.name, run.id)
         finally:
             schedule.current = None
-            if not run.judged:
+            if schedule.spec.deadline is not None and not run.judged:
                 self._judge_safely(schedule, run)
             self._prune(schedule)
             self._wake.set()
