@@ -373,6 +373,7 @@ class ScheduleService:
         task.add_done_callback(self._deliveries.discard)
 
     async def _deliver(self, alert: LateAlert) -> None:
+        """Send ``alert`` once, off the loop (SMTP and HTTP block), then record that it went out."""
         loop = asyncio.get_running_loop()
         try:
             await loop.run_in_executor(None, send_late_alert, alert, self._webhook_url)
