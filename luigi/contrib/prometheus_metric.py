@@ -14,7 +14,9 @@ Ours, about the scheduler itself:
 - ``luigid_workers_alive``: workers heard from within ``worker_disconnect_delay``;
 - ``luigid_rpc_duration_seconds{method}``: a histogram of each RPC served (``get_work`` among them);
 - ``luigid_task_history_events_waiting`` and ``luigid_task_history_events_lost_total``: the task history
-  backlog.
+  backlog;
+- ``luigid_schedule_late_total{schedule}``: runs of each ``[schedule:<name>]`` that were late (its
+  ``deadline``), kept across restarts.
 
 The scheduler's figures are read when ``/metrics`` is scraped, never between scrapes. Needs the
 ``prometheus_client`` package (``pip install 'luigi[prometheus]'``).
@@ -217,6 +219,14 @@ class _SchedulerFigures:
             "task history events not recorded (dropped in an outage or refused by the database)",
             value=history.lost,
         )
+        late = CounterMetricFamily(
+            "luigid_schedule_late",
+            "schedule runs that did not end well within their schedule's deadline, by schedule",
+            labels=["schedule"],
+        )
+        for schedule, count in vitals.schedules_late().items():
+            late.add_metric([schedule], count)
+        yield late
 
     def _rpc_histogram(self) -> HistogramMetricFamily:
         family = HistogramMetricFamily(

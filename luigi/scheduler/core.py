@@ -105,6 +105,7 @@ class Scheduler(ReadMethods, ExtensionMethods):
         if batch_notifier is None and config.batch_emails:
             batch_notifier = default_batch_notifier()
         self._batch_notifier = batch_notifier
+        self._schedules: ScheduleDesk = schedules if schedules is not None else NoSchedules()
         self._watch_metrics(MetricsCollectors.get(config.metrics_collector, config.metrics_custom_import))
         self._intake = ReportIntake(self._state, self._rules, self._task_history, batch_notifier)
         self._get_work = GetWork(self._state, self._rules, self._task_history)
@@ -113,7 +114,6 @@ class Scheduler(ReadMethods, ExtensionMethods):
         self._logs_expired_at = 0.0
         if self._store.tracks_changes:
             self._state.changes = ChangeSet()
-        self._schedules: ScheduleDesk = schedules if schedules is not None else NoSchedules()
 
     @property
     def config(self) -> SchedulerConfig:
@@ -126,7 +126,7 @@ class Scheduler(ReadMethods, ExtensionMethods):
         self._state.use_collector(collector)
         watch = self._state.metrics_extras.watch_scheduler
         if watch is not None:
-            watch(SchedulerVitals(self._state, self._task_history))
+            watch(SchedulerVitals(self._state, self._task_history, self._schedules))
 
     def _generate_retry_policy(self, task_retry_policy_dict: Mapping[str, Any] | None) -> RetryPolicy:
         """Luigi's retry policy of a task: its ``retry_policy_dict`` (None values skipped) over ours."""

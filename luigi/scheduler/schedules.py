@@ -24,6 +24,10 @@ class ScheduleDesk(Protocol):
 
     def schedule_trigger(self, name: str) -> dict[str, Any]: ...
 
+    def schedule_late_totals(self) -> dict[str, int]:
+        """How many runs of each schedule were late, ever (not an RPC method: ``/metrics`` reads it)."""
+        ...
+
 
 class NoSchedules:
     """No schedules: a scheduler in a worker's process, or a ``luigid`` configured with none."""
@@ -42,6 +46,9 @@ class NoSchedules:
 
     def schedule_trigger(self, name: str) -> dict[str, Any]:
         raise _none(name)
+
+    def schedule_late_totals(self) -> dict[str, int]:
+        return {}
 
 
 def _none(name: str) -> ValueError:

@@ -3,8 +3,11 @@
 A timing task wakes at each schedule's next slot (or when a run ends or a button is pressed), asks
 ``luigi.schedules.timing.decide`` what to do, records it (``luigi.schedules.store``: a slot is claimed
 durably before its process starts) and starts ``luigi <command> --scheduler-url <luigid>`` children
-(``luigi.schedules.runner``). Every RPC method runs on the same loop, so no state here is shared
-between threads.
+(``luigi.schedules.runner``). The same task wakes at a running run's deadline: a run judged late
+(``luigi.schedules.deadlines``) has its verdict recorded before its alert goes out
+(``luigi.schedules.alerts``, on a thread) and its sending recorded after, so a restart sends an alert
+not yet sent and never one sent before. Every RPC method and store write runs on the same loop, so no
+state here is shared between threads.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from luigi.database import StorageError
+from luigi.schedules.alerts import LateAlert, send_late_alert, webhook_url_from_config
+from luigi.schedules.deadlines import verdict
 from luigi.schedules.runner import LOG_MAX_BYTES, ChildRun
 from luigi.schedules.spec import ScheduleSpec, read_schedules
-from luigi.schedules.store import RunKind, RunOutcome, ScheduleStore, StoredSchedule
+from luigi.schedules.store import RunKind, RunOutcome, RunRecord, ScheduleStore, StoredSchedule
 from luigi.schedules.timing import Decision, ScheduleView, decide, local_time, next_wake, on_startup
 
 __all__ = ["KEEP_RUNS", "SHOWN_RUNS", "ScheduleService", "exit_meaning", "schedules_directory"]
@@ -72,6 +77,8 @@ class _Run:
     id: int
     task: asyncio.Task[None] | None = None
     child: ChildRun | None = None
+    due: float | None = None  # start + deadline, once started (None: no deadline)
+    judged: bool = False  # its deadline verdict is recorded
 
 
 @dataclass
@@ -100,6 +107,7 @@ class ScheduleService:
         clock: Callable[[], float] = time.time,
         luigi_command: Sequence[str] = (sys.executable, "-m", "luigi"),
         retcodes: dict[str, int] | None = None,
+        webhook_url: str | None = None,
     ) -> None:
         self.directory = directory
         self.store = ScheduleStore(directory / "schedules.sqlite")
@@ -114,6 +122,9 @@ class ScheduleService:
         self._url = ""
         self._stopping = False
         self._storage_problem: str | None = None
+        self._webhook_url = webhook_url
+        self._late_totals: dict[str, int] = {}
+        self._deliveries: set[asyncio.Task[None]] = set()  # late alerts on their way
 
     @classmethod
     def from_config(cls, config: Any = None, state_path: str | None = None) -> ScheduleService | None:
@@ -124,10 +135,12 @@ class ScheduleService:
         from luigi import configuration
         from luigi.scheduler.settings import SchedulerConfig
 
-        specs = read_schedules(config if config is not None else configuration.get_config())
+        config = config if config is not None else configuration.get_config()
+        specs = read_schedules(config)
         if not specs:
             return None
-        return cls(specs, schedules_directory(state_path or SchedulerConfig.from_config().state_path))
+        directory = schedules_directory(state_path or SchedulerConfig.from_config().state_path)
+        return cls(specs, directory, webhook_url=webhook_url_from_config(config))
 
     @property
     def names(self) -> list[str]:
@@ -147,6 +160,11 @@ class ScheduleService:
             )
         for spec in self._specs:
             self._schedules[spec.name] = self._settle(spec, started_at)
+        totals = self.store.late_totals()
+        self._late_totals = {name: totals.get(name, 0) for name in self._schedules}
+        for record in self.store.undecided():  # they all ended (or were lost) before this start
+            if record.schedule in self._schedules:
+                self._judge(self._schedules[record.schedule], record.id, started_at)
 
     def _settle(self, spec: ScheduleSpec, started_at: float) -> _Schedule:
         stored = self.store.schedule(spec.name)
@@ -175,6 +193,9 @@ class ScheduleService:
         self._url = scheduler_url
         self._timing = self._loop.create_task(self._keep_time(), name="luigid-schedules")
         logger.info("Running %d schedule(s): %s", len(self._specs), ", ".join(self.names))
+        for record in self.store.unalerted():  # judged late before this start, or while it opened
+            if record.schedule in self._schedules:
+                self._raise_alert(self._schedules[record.schedule].spec, record)
 
     async def stop(self) -> None:
         """Stop timing, stop the running children (SIGTERM, then SIGKILL) and record how they ended."""
@@ -186,6 +207,7 @@ class ScheduleService:
         runs = [s.current for s in self._schedules.values() if s.current is not None]
         await asyncio.gather(*(run.child.stop() for run in runs if run.child is not None))
         await asyncio.gather(*(run.task for run in runs if run.task is not None), return_exceptions=True)
+        await asyncio.gather(*self._deliveries, return_exceptions=True)
         self._loop = None
 
     def close(self) -> None:
@@ -203,11 +225,13 @@ class ScheduleService:
                     self._step(schedule, now)
                 except Exception:  # a bug in one schedule must not stop the others' timing; logged
                     logger.exception("Schedule %s: deciding what is due failed", schedule.spec.name)
+            self._watch_deadlines(now)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._nap(self._clock()))
 
     def _nap(self, now: float) -> float:
         wakes = [next_wake(s.spec.cadence, s.view()) for s in self._schedules.values()]
+        wakes += self._open_dues()
         return min([MAX_NAP_SECONDS, *(max(0.0, wake - now) for wake in wakes)])
 
     def _step(self, schedule: _Schedule, now: float) -> None:
@@ -239,7 +263,8 @@ class ScheduleService:
         self, schedule: _Schedule, kind: RunKind, slot: float | None, scheduled_time: float, now: float
     ) -> int | None:
         """Claim the run durably, then start it; None when the slot was already claimed."""
-        run_id = self.store.claim(schedule.spec.name, kind, slot, scheduled_time, now)
+        spec = schedule.spec
+        run_id = self.store.claim(spec.name, kind, slot, scheduled_time, now, deadline=spec.deadline)
         if run_id is None:
             logger.warning("Schedule %s: slot %s was claimed before; not run again", schedule.spec.name, slot)
             return None
@@ -255,6 +280,8 @@ class ScheduleService:
             logger.exception("Schedule %s: run #%d failed inside luigid", schedule.spec.name, run.id)
         finally:
             schedule.current = None
+            if schedule.spec.deadline is not None and not run.judged:
+                self._judge_safely(schedule, run)
             self._prune(schedule)
             self._wake.set()
 
@@ -271,6 +298,9 @@ class ScheduleService:
         run.child = child
         started = self._clock()
         self.store.mark_started(run.id, child.pid, started)
+        if spec.deadline is not None:
+            run.due = started + spec.deadline
+            self._wake.set()  # the timing task's nap now ends at this deadline at the latest
         logger.info("Schedule %s: run #%d started (pid %d): %s", spec.name, run.id, child.pid, argv[3:])
         if self._stopping:
             await child.stop()
@@ -293,6 +323,72 @@ class ScheduleService:
         for run_id in gone:
             with contextlib.suppress(FileNotFoundError):
                 self.log_path(run_id).unlink()
+
+    # -- deadlines ---------------------------------------------------------------------------------------
+
+    def _open_dues(self) -> list[float]:
+        """The deadlines of running runs not judged yet."""
+        runs = [schedule.current for schedule in self._schedules.values()]
+        return [run.due for run in runs if run is not None and run.due is not None and not run.judged]
+
+    def _watch_deadlines(self, now: float) -> None:
+        """Judge the running runs whose deadline has come (the tick wakes at the nearest deadline)."""
+        for schedule in self._schedules.values():
+            run = schedule.current
+            if run is not None and run.due is not None and not run.judged and now >= run.due:
+                self._judge_safely(schedule, run)
+
+    def _judge_safely(self, schedule: _Schedule, run: _Run) -> None:
+        """``_judge`` for a run of this luigid; a storage failure leaves it open, judged again later (the
+        next tick, or the next start for a run that ended)."""
+        try:
+            run.judged = self._judge(schedule, run.id, self._clock())
+        except StorageError as exc:
+            self._report_storage(exc)
+
+    def _judge(self, schedule: _Schedule, run_id: int, now: float) -> bool:
+        """Record run ``run_id``'s verdict once it is known and alert when it is late; whether it is known."""
+        record = self.store.run(schedule.spec.name, run_id)
+        if record is None or record.deadline is None:
+            return True  # pruned, or no deadline: nothing to judge
+        late = verdict(record, now)
+        if late is None:
+            return False
+        if self.store.record_verdict(run_id, late) and late:
+            name = schedule.spec.name
+            self._late_totals[name] = self._late_totals.get(name, 0) + 1
+            logger.warning(
+                "Schedule %s: run #%d is late: it did not end well within %gs of its start (%s)",
+                *(name, run_id, record.deadline, record.outcome),
+            )
+            self._raise_alert(schedule.spec, record)
+        return True
+
+    def _raise_alert(self, spec: ScheduleSpec, record: RunRecord) -> None:
+        """Send the late run's alert on a thread; before ``start`` it waits for it (the store keeps it)."""
+        if self._loop is None:
+            return
+        task = self._loop.create_task(self._deliver(LateAlert.of(record, spec.command, spec.zone)))
+        self._deliveries.add(task)
+        task.add_done_callback(self._deliveries.discard)
+
+    async def _deliver(self, alert: LateAlert) -> None:
+        """Send ``alert`` once, off the loop (SMTP and HTTP block), then record that it went out."""
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(None, send_late_alert, alert, self._webhook_url)
+        except Exception:  # a broken e-mail method must not stop luigid: logged; the run's record shows it
+            logger.exception(
+                "Schedule %s: sending the late alert for run #%d failed", alert.schedule, alert.run
+            )
+        try:
+            self.store.mark_alerted(alert.run, self._clock())  # tried once: never sent again
+        except StorageError as exc:  # it is sent again at the next start
+            self._report_storage(exc)
+
+    def schedule_late_totals(self) -> dict[str, int]:
+        """How many runs of each schedule were late, ever (``luigid_schedule_late_total``)."""
+        return dict(self._late_totals)
 
     def _report_storage(self, problem: StorageError | None) -> None:
         """Log a storage failure when it first happens or changes, and when it is over."""
@@ -399,6 +495,7 @@ class ScheduleService:
             "catchup": spec.catchup,
             "cwd": spec.cwd,
             "env": sorted(spec.env),  # names only: values may be secrets
+            "deadline": spec.deadline,
             "paused": schedule.paused,
             "catching_up": schedule.catching_up,
             "running": schedule.current.id if schedule.current else None,

@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
+from luigi.parameter import ParameterException, TimeDeltaParameter
 from luigi.schedules.timing import Cadence, CronCadence, EveryCadence, local_time
 
 __all__ = ["SECTION_PREFIX", "ScheduleConfigError", "ScheduleSpec", "read_schedules"]
@@ -26,7 +27,8 @@ __all__ = ["SECTION_PREFIX", "ScheduleConfigError", "ScheduleSpec", "read_schedu
 SECTION_PREFIX = "schedule:"
 ENV_PREFIX = "env."
 CRON, EVERY, COMMAND, TIMEZONE, CATCHUP, CWD = "cron", "every", "command", "timezone", "catchup", "cwd"
-KEYS = (CRON, EVERY, COMMAND, TIMEZONE, CATCHUP, CWD)
+DEADLINE = "deadline"
+KEYS = (CRON, EVERY, COMMAND, TIMEZONE, CATCHUP, CWD, DEADLINE)
 DEFAULT_TIMEZONE = "UTC"
 # luigid adds its own address; a command naming another scheduler would run elsewhere, unseen.
 RESERVED_FLAGS = ("--scheduler-url", "--scheduler-host", "--scheduler-port", "--local-scheduler")
@@ -60,6 +62,7 @@ class ScheduleSpec:
     catchup: bool = False
     cwd: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    deadline: float | None = None  # seconds from a run's start by which it should have ended well
 
     def arguments_for(self, scheduled_time: float) -> list[str]:
         """The ``luigi`` arguments for a run scheduled at ``scheduled_time`` (placeholders filled in)."""
@@ -112,6 +115,7 @@ def parse_section(section: str, values: Mapping[str, Any]) -> ScheduleSpec:
         catchup=_flag(section, CATCHUP, values.get(CATCHUP, False)),
         cwd=_cwd(section, values.get(CWD)),
         env=_env(section, values),
+        deadline=_deadline(section, values.get(DEADLINE)),
     )
 
 
@@ -155,6 +159,22 @@ def _cadence(section: str, values: Mapping[str, Any], zone: ZoneInfo) -> Cadence
             f"{spelled!r} is not an interval: write a positive number and s, m, h or d (30s, 5m)",
         )
     return EveryCadence(float(int(match.group(1)) * _UNIT_SECONDS[match.group(2)]), spelled)
+
+
+def _deadline(section: str, value: Any) -> float | None:
+    """``deadline = 45m`` in seconds: any duration TimeDeltaParameter reads (``2h``, ``1h30m``, ``P1D``)."""
+    if value is None:
+        return None
+    spelled = _text(section, DEADLINE, value)
+    try:
+        seconds = TimeDeltaParameter().parse(spelled).total_seconds()
+    except ParameterException:
+        seconds = None
+    if seconds is None or seconds <= 0:
+        raise ScheduleConfigError(
+            section, DEADLINE, f"{spelled!r} is not a positive duration; write e.g. 45m, 2h or 1h30m"
+        )
+    return seconds
 
 
 def _zone(section: str, value: Any) -> ZoneInfo:

@@ -34,6 +34,7 @@ from sqlalchemy import (
     insert,
     inspect,
     select,
+    text,
     update,
 )
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
@@ -69,42 +70,72 @@ class RunOutcome(str, enum.Enum):
     NOT_STARTED = "not-started"  # the process could not be started (see the note)
 
 
+def _schedules_table(metadata: MetaData, version: int) -> Table:
+    """The ``schedules`` table as schema ``version`` has it."""
+    later = [Column("late_total", Integer, nullable=False, server_default="0")] if version >= 2 else []
+    return Table(
+        "schedules",
+        metadata,
+        Column("name", String, primary_key=True),
+        Column("paused", Boolean, nullable=False),
+        Column("watermark", Double, nullable=False),
+        *later,  # version 2: how many of its runs were late (luigid_schedule_late_total)
+    )
+
+
+def _runs_table(metadata: MetaData, version: int) -> Table:
+    """The ``runs`` table as schema ``version`` has it."""
+    later = []
+    if version >= 2:  # the deadline (seconds after the start) the run had, its verdict, when it was alerted
+        later = [Column("deadline", Double), Column("late", Boolean), Column("alerted", Double)]
+    return Table(
+        "runs",
+        metadata,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("schedule", String, nullable=False),
+        Column("kind", String, nullable=False),
+        Column("slot", Double, nullable=True),  # NULL for run-now runs, which have no slot
+        Column("scheduled_time", Double, nullable=False),  # what the command's placeholders were given
+        Column("outcome", String, nullable=False),
+        Column("claimed", Double, nullable=False),
+        Column("started", Double, nullable=True),
+        Column("ended", Double, nullable=True),
+        Column("pid", Integer, nullable=True),
+        Column("exit_code", Integer, nullable=True),
+        Column("meaning", Text, nullable=True),
+        Column("log_bytes", Integer, nullable=True),
+        Column("note", Text, nullable=True),
+        *later,
+        UniqueConstraint("schedule", "slot", name="one_run_per_slot"),
+    )
+
+
+SCHEMA_VERSION = 2
 metadata = MetaData()
 meta = Table("meta", metadata, Column("key", String, primary_key=True), Column("value", Text, nullable=False))
-schedules = Table(
-    "schedules",
-    metadata,
-    Column("name", String, primary_key=True),
-    Column("paused", Boolean, nullable=False),
-    Column("watermark", Double, nullable=False),
-)
-runs = Table(
-    "runs",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("schedule", String, nullable=False),
-    Column("kind", String, nullable=False),
-    Column("slot", Double, nullable=True),  # NULL for run-now runs, which have no slot
-    Column("scheduled_time", Double, nullable=False),  # what the command's placeholders were given
-    Column("outcome", String, nullable=False),
-    Column("claimed", Double, nullable=False),
-    Column("started", Double, nullable=True),
-    Column("ended", Double, nullable=True),
-    Column("pid", Integer, nullable=True),
-    Column("exit_code", Integer, nullable=True),
-    Column("meaning", Text, nullable=True),
-    Column("log_bytes", Integer, nullable=True),
-    Column("note", Text, nullable=True),
-    UniqueConstraint("schedule", "slot", name="one_run_per_slot"),
-)
+schedules = _schedules_table(metadata, SCHEMA_VERSION)
+runs = _runs_table(metadata, SCHEMA_VERSION)
 
 
 def _create_version_1(conn: Connection) -> None:
-    # Version 1 is also the current layout; a later version copies these definitions here first.
-    metadata.create_all(conn)
+    version_1 = MetaData()
+    meta.to_metadata(version_1)
+    _schedules_table(version_1, 1)
+    _runs_table(version_1, 1)
+    version_1.create_all(conn)
 
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "meta, schedules, runs", _create_version_1),)
+def _add_deadlines(conn: Connection) -> None:
+    # Nullable columns (and a count defaulting to 0): the rows already there read as "no deadline".
+    conn.execute(text("ALTER TABLE schedules ADD COLUMN late_total INTEGER NOT NULL DEFAULT 0"))
+    for column in ("deadline DOUBLE", "late BOOLEAN", "alerted DOUBLE"):
+        conn.execute(text(f"ALTER TABLE runs ADD COLUMN {column}"))
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "meta, schedules, runs", _create_version_1),
+    Migration(2, "deadlines: runs.deadline, runs.late, runs.alerted, schedules.late_total", _add_deadlines),
+)
 
 
 @dataclass(frozen=True)
@@ -133,6 +164,19 @@ class RunRecord:
     meaning: str | None
     log_bytes: int | None
     note: str | None
+    deadline: float | None = None  # seconds after its start (its schedule's ``deadline`` when it was claimed)
+    late: bool | None = None  # None: not decided yet (or no deadline)
+    alerted: float | None = None  # when its late alert went out
+
+    @property
+    def start(self) -> float:
+        """When the run began: its process's start, or its claim for a run whose process never started."""
+        return self.started if self.started is not None else self.claimed
+
+    @property
+    def due(self) -> float | None:
+        """The moment by which it should have ended well, or None when it has no deadline."""
+        return None if self.deadline is None else self.start + self.deadline
 
     def as_json(self) -> dict[str, Any]:
         """The run as the ``schedule_list`` answer shows it."""
@@ -148,6 +192,8 @@ class RunRecord:
             "meaning": self.meaning,
             "log_bytes": self.log_bytes,
             "note": self.note,
+            "deadline": self.due,
+            "late": self.late,
         }
 
 
@@ -206,16 +252,23 @@ class ScheduleStore:
     # -- runs ------------------------------------------------------------------------------------------
 
     def claim(
-        self, name: str, kind: RunKind, slot: float | None, scheduled_time: float, now: float
+        self,
+        name: str,
+        kind: RunKind,
+        slot: float | None,
+        scheduled_time: float,
+        now: float,
+        deadline: float | None = None,
     ) -> int | None:
-        """Record a run as starting (and move the watermark to its slot) in one transaction.
+        """Record a run as starting (and move the watermark to its slot) in one transaction; ``deadline``
+        is the seconds after its start by which it should end well (None: it has none).
 
         Returns the run's id, or None when the slot already has a row (it ran, or was skipped, before).
         """
 
         def write(conn: Connection) -> int:
             values = _run_values(name, kind, slot, scheduled_time, RunOutcome.STARTING, now)
-            inserted = conn.execute(insert(runs).values(**values)).inserted_primary_key
+            inserted = conn.execute(insert(runs).values(**values, deadline=deadline)).inserted_primary_key
             assert inserted is not None
             run_id = inserted[0]
             if slot is not None:
@@ -263,6 +316,44 @@ class ScheduleStore:
             return ids
 
         return self._write(write)
+
+    # -- deadlines ---------------------------------------------------------------------------------------
+
+    def record_verdict(self, run_id: int, late: bool) -> bool:
+        """Record whether run ``run_id`` was late (and count it in its schedule's ``late_total``) unless a
+        verdict is there already; returns whether this call recorded it. One transaction."""
+
+        def write(conn: Connection) -> bool:
+            undecided = (runs.c.id == run_id) & runs.c.late.is_(None)
+            found = conn.execute(select(runs.c.schedule).where(undecided)).first()
+            if found is None:
+                return False
+            conn.execute(update(runs).where(runs.c.id == run_id).values(late=late))
+            if late:
+                counted = update(schedules).where(schedules.c.name == found.schedule)
+                conn.execute(counted.values(late_total=schedules.c.late_total + 1))
+            return True
+
+        return self._write(write)
+
+    def mark_alerted(self, run_id: int, when: float) -> None:
+        """Record that run ``run_id``'s late alert went out (or was tried), so it is never sent again."""
+        self._write(lambda c: c.execute(update(runs).where(runs.c.id == run_id).values(alerted=when)))
+
+    def undecided(self) -> list[RunRecord]:
+        """Runs with a deadline and no verdict yet, oldest first."""
+        query = select(runs).where(runs.c.deadline.is_not(None), runs.c.late.is_(None)).order_by(runs.c.id)
+        return self._read(lambda c: [RunRecord(**row._mapping) for row in c.execute(query)])
+
+    def unalerted(self) -> list[RunRecord]:
+        """Late runs whose alert has not gone out yet, oldest first."""
+        query = select(runs).where(runs.c.late.is_(True), runs.c.alerted.is_(None)).order_by(runs.c.id)
+        return self._read(lambda c: [RunRecord(**row._mapping) for row in c.execute(query)])
+
+    def late_totals(self) -> dict[str, int]:
+        """How many runs of each schedule were late, ever (kept when the runs are pruned)."""
+        query = select(schedules.c.name, schedules.c.late_total)
+        return self._read(lambda c: {row.name: int(row.late_total) for row in c.execute(query)})
 
     def last_runs(self, name: str, limit: int) -> list[RunRecord]:
         """The newest ``limit`` runs of schedule ``name``, newest first."""

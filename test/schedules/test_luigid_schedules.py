@@ -185,6 +185,11 @@ def test_pause_resume_and_trigger_over_http_post_only_under_the_token(tmp_path):
             "luigid: [schedule:nightly] timezone:",
         ),
         ("[schedule:nightly]\ncommand = --module m T\n", "luigid: [schedule:nightly] cron/every:"),
+        (
+            "[schedule:nightly]\nevery = 1h\ncommand = --module m T\ndeadline = soon\n",
+            "luigid: [schedule:nightly] deadline: 'soon' is not a positive duration; write e.g. 45m",
+        ),
+        ("[notifications]\nwebhook_url = hooks.example.com\n", "luigid: [notifications] webhook_url: "),
     ],
 )
 def test_a_bad_section_stops_luigid_at_start_with_one_line_and_status_1(tmp_path, section, line):

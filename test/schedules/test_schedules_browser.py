@@ -17,7 +17,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from helpers.browser import TIMEOUT_MS, browser, checked_page, open_view, watched_page
+from helpers.browser import TIMEOUT_MS, checked_page, open_view, watched_page
 from helpers.luigid import LuigidProcess, running_luigid, wait_until
 from helpers.schedules import cron, every, runs, schedule_config, schedules
 
@@ -55,18 +55,6 @@ def luigid(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LuigidProcess]:
             yield started
         finally:
             (workdir / "release").touch()
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with browser() as launched:
-        yield launched
-
-
-@pytest.fixture
-def page(chromium: Any) -> Iterator[Any]:
-    with checked_page(chromium, timezone_id="UTC") as opened:
-        yield opened
 
 
 def ended(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -60,7 +60,17 @@ def test_defaults_are_utc_no_catchup_and_the_schedule_name_placeholder(tmp_path)
     (spec,) = parse(tmp_path, "[schedule:tick]\nevery = 5m\ncommand = --module m T --who {schedule}\n")
     assert spec.cadence == EveryCadence(300.0, "5m")
     assert spec.zone.key == "UTC" and spec.catchup is False and spec.cwd is None and not spec.env
+    assert spec.deadline is None
     assert spec.arguments_for(0.0) == ["--module", "m", "T", "--who", "tick"]
+
+
+@pytest.mark.parametrize(
+    ("written", "seconds"),
+    [("45m", 2700), ("2h", 7200), ("1h30m", 5400), ("90 s", 90), ("1 d", 86400), ("P1DT2H", 93600)],
+)
+def test_a_deadline_is_any_duration_read_in_seconds(tmp_path, written, seconds):
+    (spec,) = parse(tmp_path, f"[schedule:tick]\nevery = 5m\ncommand = --module m T\ndeadline = {written}\n")
+    assert spec.deadline == seconds
 
 
 def test_no_schedule_sections_means_no_schedules(tmp_path):
@@ -90,6 +100,9 @@ GOOD = "every = 30s\ncommand = --module m T\n"
         ("[schedule:a]\n" + GOOD + "cwd = /no/such/dir\n", "cwd", "not a directory"),
         ("[schedule:a]\n" + GOOD + "env.1BAD = x\n", "env.1BAD", "environment variable name"),
         ("[schedule:a b]\n" + GOOD, "name", "not a schedule name"),
+        ("[schedule:a]\n" + GOOD + "deadline = soon\n", "deadline", "write e.g. 45m, 2h"),
+        ("[schedule:a]\n" + GOOD + "deadline = 0m\n", "deadline", "not a positive duration"),
+        ("[schedule:a]\n" + GOOD + "deadline = -5m\n", "deadline", "not a positive duration"),
     ],
 )
 def test_a_bad_section_is_one_line_naming_the_section_and_the_key(tmp_path, section, key, words):

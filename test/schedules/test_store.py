@@ -99,3 +99,63 @@ def test_a_directory_that_cannot_be_created_is_a_storage_error_naming_it(tmp_pat
     store = ScheduleStore(blocker / "sub" / "schedules.sqlite")
     with pytest.raises(StorageError, match="Cannot open the schedules' state .*schedules.sqlite"):
         store.open()
+
+
+# The layout luigi wrote before deadlines (schema version 1), as it was.
+VERSION_1 = """
+CREATE TABLE meta ("key" VARCHAR NOT NULL, value TEXT NOT NULL, PRIMARY KEY ("key"));
+CREATE TABLE schedules (
+    name VARCHAR NOT NULL, paused BOOLEAN NOT NULL, watermark DOUBLE NOT NULL, PRIMARY KEY (name));
+CREATE TABLE runs (
+    id INTEGER NOT NULL, schedule VARCHAR NOT NULL, kind VARCHAR NOT NULL, slot DOUBLE,
+    scheduled_time DOUBLE NOT NULL, outcome VARCHAR NOT NULL, claimed DOUBLE NOT NULL, started DOUBLE,
+    ended DOUBLE, pid INTEGER, exit_code INTEGER, meaning TEXT, log_bytes INTEGER, note TEXT,
+    PRIMARY KEY (id), CONSTRAINT one_run_per_slot UNIQUE (schedule, slot));
+INSERT INTO meta VALUES ('schema_version', '1');
+INSERT INTO schedules VALUES ('tick', 0, 1002.0);
+INSERT INTO runs (schedule, kind, slot, scheduled_time, outcome, claimed, started, ended, exit_code)
+    VALUES ('tick', 'slot', 1002.0, 1002.0, 'ended', 1002.0, 1002.1, 1003.0, 0);
+"""
+
+
+def test_a_file_from_before_deadlines_is_upgraded_in_place_keeping_its_runs(tmp_path):
+    path = tmp_path / "schedules.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(VERSION_1)
+    store = ScheduleStore(path)
+    store.open()
+    (old,) = store.last_runs("tick", 10)
+    assert (old.outcome, old.deadline, old.late, old.as_json()["deadline"]) == ("ended", None, None, None)
+    assert store.late_totals() == {"tick": 0}
+    assert store.undecided() == []
+    late = store.claim("tick", RunKind.SLOT, 1004.0, 1004.0, now=1004.0, deadline=1.0)
+    assert store.record_verdict(late, True)
+    assert store.late_totals() == {"tick": 1}
+    store.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall() == [("2",)]
+
+
+def test_a_verdict_is_recorded_once_and_the_late_count_outlives_pruning(store):
+    late = store.claim("tick", RunKind.SLOT, 1002.0, 1002.0, now=1002.0, deadline=5.0)
+    store.mark_started(late, pid=1, started=1002.5)
+    on_time = store.claim("tick", RunKind.MANUAL, None, 1003.0, now=1003.0, deadline=5.0)
+    plain = store.claim("tick", RunKind.SLOT, 1004.0, 1004.0, now=1004.0)
+    assert [run.id for run in store.undecided()] == [late, on_time]
+    assert store.run("tick", late).due == 1007.5
+    assert store.record_verdict(late, True) is True
+    assert store.record_verdict(late, False) is False  # decided already: kept, not counted twice
+    assert store.record_verdict(on_time, False) is True
+    assert [run.id for run in store.undecided()] == []
+    assert [run.id for run in store.unalerted()] == [late]
+    store.mark_alerted(late, 1008.0)
+    store = reopen(store)
+    assert store.unalerted() == []
+    assert (store.run("tick", late).late, store.run("tick", on_time).late, store.run("tick", plain).late) == (
+        True,
+        False,
+        None,
+    )
+    store.prune("tick", keep=1)
+    assert store.late_totals() == {"tick": 1}
+    store.close()

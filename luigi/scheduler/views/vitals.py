@@ -1,4 +1,5 @@
-"""The scheduler's vital figures for a metrics page: tasks per status, live workers, the history backlog.
+"""The scheduler's vital figures for a metrics page: tasks per status, live workers, the history backlog,
+late schedule runs.
 
 Read only when a collector reports (a ``/metrics`` scrape), each in time independent of the number of
 tasks, so serving them costs the scheduler nothing between scrapes.
@@ -7,15 +8,19 @@ tasks, so serving them costs the scheduler nothing between scrapes.
 from __future__ import annotations
 
 from luigi.scheduler.model.state import STATUSES, SchedulerState
+from luigi.scheduler.schedules import NoSchedules, ScheduleDesk
 from luigi.task_history import HistoryStatus, TaskHistory
 
 
 class SchedulerVitals:
     """Read-only figures of one scheduler, computed when asked."""
 
-    def __init__(self, state: SchedulerState, history: TaskHistory) -> None:
+    def __init__(
+        self, state: SchedulerState, history: TaskHistory, schedules: ScheduleDesk | None = None
+    ) -> None:
         self._state = state
         self._history = history
+        self._schedules: ScheduleDesk = schedules if schedules is not None else NoSchedules()
 
     def tasks_by_status(self) -> dict[str, int]:
         """How many tasks the scheduler holds in each status (every status, zeros included)."""
@@ -30,3 +35,7 @@ class SchedulerVitals:
     def history(self) -> HistoryStatus:
         """How task history recording is going: events waiting to be written, written and lost."""
         return self._history.status()
+
+    def schedules_late(self) -> dict[str, int]:
+        """How many runs of each schedule luigid runs were late, ever (every schedule, zeros included)."""
+        return self._schedules.schedule_late_totals()

@@ -92,6 +92,7 @@ class SchedulesView {
         fact('Command', el('code', { class: 'wrap', text: `luigi ${schedule.command}` })),
         fact('Time zone', schedule.timezone),
         fact('Catch-up', schedule.catchup ? 'runs every slot missed while luigid was down' : 'off: slots missed while luigid was down are not run'),
+        schedule.deadline ? fact('Deadline', `${format.duration(schedule.deadline)} after each start: a run not ended well by then is late`) : null,
         schedule.cwd ? fact('Directory', el('code', { class: 'wrap', text: schedule.cwd })) : null,
         schedule.env.length ? fact('Environment', el('code', { class: 'wrap', text: schedule.env.join(', ') })) : null),
       this.runsTable(schedule));
@@ -142,6 +143,7 @@ class SchedulesView {
       el('td', {}, at(run.scheduled_time), el('span', { class: 'muted small', text: run.kind === 'slot' ? '' : ` ${run.kind}` })),
       el('td', {},
         el('span', { class: ['badge', `st-${status}`, 'run-outcome'], text: label, title: run.note || null }),
+        lateBadge(run, at),
         run.note ? el('div', { class: 'muted small run-note', text: run.note }) : null),
       el('td', { text: at(run.started) }),
       el('td', { text: took }),
@@ -160,6 +162,12 @@ class SchedulesView {
 function outcomeBadge(run) {
   if (run.outcome !== 'ended') return [run.outcome, OUTCOME_STATUS[run.outcome] || 'UNKNOWN'];
   return run.exit_code === 0 ? ['done', 'DONE'] : ['failed', 'FAILED'];
+}
+
+/** "late" beside a run that did not end well by its deadline (luigid sent its alert). */
+function lateBadge(run, at) {
+  if (run.late !== true) return null;
+  return el('span', { class: ['badge', 'st-FAILED', 'run-late'], text: 'late', title: `Not ended well by its deadline, ${at(run.deadline)}` });
 }
 
 function logRow(log) {

@@ -1,0 +1,22 @@
+"""The Schedules tab's browser tests share a headless Chromium per module and a checked page per test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from helpers.browser import browser, checked_page
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    with browser() as launched:
+        yield launched
+
+
+@pytest.fixture
+def page(chromium: Any) -> Iterator[Any]:
+    """A page in UTC that fails the test on any dialog or console error."""
+    with checked_page(chromium, timezone_id="UTC") as opened:
+        yield opened
