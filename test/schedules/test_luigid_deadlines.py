@@ -55,7 +55,9 @@ def site_config(workdir: Path, smtp_port: int, webhook_url: str) -> str:
     """Three schedules run by hand: ``slow`` holds past its 1 s deadline, ``failing`` fails well before its
     hour, ``quick`` ends well within its ten minutes."""
     extra = (
-        "[retcode]\ntask_failed = 30\n\n[worker]\nsend_failure_email = false\n\n"
+        # a run whose luigid was killed gives up on it within seconds (not the 600 s ride-out)
+        "[retcode]\ntask_failed = 30\n\n[worker]\nsend_failure_email = false\n"
+        "scheduler_unreachable_timeout = 3\n\n"
         "[scheduler]\nmetrics_collector = prometheus\n\n"
         f"[email]\nreceiver = {RECEIVER}\nsender = luigid@example.com\n\n"
         f"[smtp]\nhost = 127.0.0.1\nport = {smtp_port}\n\n"
