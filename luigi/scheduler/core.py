@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from luigi.metrics import CollectorExtras, MetricsCollector, MetricsCollectors
+from luigi.scheduler.backfills import BackfillDesk, NoBackfills
 from luigi.scheduler.extensions import ExtensionMethods
 from luigi.scheduler.hooks import (
     FailureBatcher,
@@ -75,6 +76,7 @@ class Scheduler(ReadMethods, ExtensionMethods):
         store: where the state survives restarts (``luigid``: a ``SqlStore``); default: nowhere.
         task_logs: the run logs ``luigid`` keeps (``store.task_logs``); default: none kept.
         schedules: the schedules ``luigid`` runs (``luigi.schedules``); default: none.
+        backfills: the backfills ``luigid`` runs (``luigi.schedules.backfill_service``); default: none.
         overrides: ``[scheduler]`` option values that win over the config (``Scheduler(retry_delay=0)``).
     """
 
@@ -91,6 +93,7 @@ class Scheduler(ReadMethods, ExtensionMethods):
         store: StateStore | None = None,
         task_logs: TaskLogStore | None = None,
         schedules: ScheduleDesk | None = None,
+        backfills: BackfillDesk | None = None,
         **overrides: Any,
     ) -> None:
         task_history = task_history_impl if task_history_impl is not None else task_history
@@ -115,6 +118,7 @@ class Scheduler(ReadMethods, ExtensionMethods):
         if self._store.tracks_changes:
             self._state.changes = ChangeSet()
         self._schedules: ScheduleDesk = schedules if schedules is not None else NoSchedules()
+        self._backfills: BackfillDesk = backfills if backfills is not None else NoBackfills()
 
     @property
     def config(self) -> SchedulerConfig:
