@@ -78,8 +78,10 @@ def test_after_kill_9_of_luigid_the_backfill_resumes_and_no_finished_day_runs_ag
     with running_luigid(tmp_path, config=CONFIG, env=env) as again:
         probe = again.probe()
         wait_until(lambda: not pid_alive(orphan), RUN_TIMEOUT, what="the old child to be killed")
-        resumed = backfills(probe)[started["id"]]
-        assert resumed["state"] == "running" and resumed["attempt"] == 2
+        resumed = wait_until(
+            lambda: (b := backfills(probe)[started["id"]])["attempt"] == 2 and b, RUN_TIMEOUT
+        )
+        assert resumed["state"] == "running"
         open_gate(tmp_path, "all")
         wait_until(lambda: backfills(probe)[started["id"]]["state"] == "ended", RUN_TIMEOUT)
         wait_until(lambda: backfills(probe)[started["id"]]["done"] == 5, RUN_TIMEOUT)
@@ -89,6 +91,27 @@ def test_after_kill_9_of_luigid_the_backfill_resumes_and_no_finished_day_runs_ag
     assert all(
         starts[day] == 1 for day in done_before
     )  # the days finished before the kill never started again
+
+
+def test_a_clean_stop_of_luigid_stops_the_child_and_the_next_start_resumes_the_backfill(tmp_path):
+    env = backfill_workdir(tmp_path)
+    with running_luigid(tmp_path, config=CONFIG, env=env) as luigid:
+        probe = luigid.probe()
+        started = start_backfill(probe)
+        wait_until(lambda: unfinished(tmp_path), RUN_TIMEOUT, what="a day going")
+        child = backfills(probe)[started["id"]]["pid"]
+        assert luigid.stop(signal.SIGTERM) == 0
+    assert not pid_alive(child)  # luigid waited for its child (SIGTERM, then SIGKILL) before it exited
+    with running_luigid(tmp_path, config=CONFIG, env=env) as again:
+        probe = again.probe()
+        resumed = wait_until(
+            lambda: (b := backfills(probe)[started["id"]])["attempt"] == 2 and b, RUN_TIMEOUT
+        )
+        assert resumed["state"] == "running"
+        open_gate(tmp_path, "all")
+        wait_until(lambda: backfills(probe)[started["id"]]["state"] == "ended", RUN_TIMEOUT)
+        wait_until(lambda: backfills(probe)[started["id"]]["done"] == 5, RUN_TIMEOUT)
+    assert counted(tmp_path, "finished.txt") == {f"eu-{day}": 1 for day in DAYS}
 
 
 def unfinished(workdir):
