@@ -78,19 +78,12 @@ def test_after_kill_9_of_luigid_the_backfill_resumes_and_no_finished_day_runs_ag
     with running_luigid(tmp_path, config=CONFIG, env=env) as again:
         probe = again.probe()
         wait_until(lambda: not pid_alive(orphan), RUN_TIMEOUT, what="the old child to be killed")
-        resumed = wait_until(
-            lambda: (b := backfills(probe)[started["id"]])["attempt"] == 2 and b, RUN_TIMEOUT
-        )
-        assert resumed["state"] == "running"
-        open_gate(tmp_path, "all")
-        wait_until(lambda: backfills(probe)[started["id"]]["state"] == "ended", RUN_TIMEOUT)
-        wait_until(lambda: backfills(probe)[started["id"]]["done"] == 5, RUN_TIMEOUT)
+        finish_resumed(probe, tmp_path, started["id"])
         assert "killing its child" in again.logs() and "starting it again" in again.logs()
     assert counted(tmp_path, "finished.txt") == {f"eu-{day}": 1 for day in DAYS}
     starts = counted(tmp_path, "started.txt")
-    assert all(
-        starts[day] == 1 for day in done_before
-    )  # the days finished before the kill never started again
+    # The days finished before the kill never started again.
+    assert all(starts[day] == 1 for day in done_before)
 
 
 def test_a_clean_stop_of_luigid_stops_the_child_and_the_next_start_resumes_the_backfill(tmp_path):
@@ -104,14 +97,17 @@ def test_a_clean_stop_of_luigid_stops_the_child_and_the_next_start_resumes_the_b
     assert not pid_alive(child)  # luigid waited for its child (SIGTERM, then SIGKILL) before it exited
     with running_luigid(tmp_path, config=CONFIG, env=env) as again:
         probe = again.probe()
-        resumed = wait_until(
-            lambda: (b := backfills(probe)[started["id"]])["attempt"] == 2 and b, RUN_TIMEOUT
-        )
-        assert resumed["state"] == "running"
-        open_gate(tmp_path, "all")
-        wait_until(lambda: backfills(probe)[started["id"]]["state"] == "ended", RUN_TIMEOUT)
-        wait_until(lambda: backfills(probe)[started["id"]]["done"] == 5, RUN_TIMEOUT)
+        finish_resumed(probe, tmp_path, started["id"])
     assert counted(tmp_path, "finished.txt") == {f"eu-{day}": 1 for day in DAYS}
+
+
+def finish_resumed(probe, workdir, backfill_id):
+    """Wait until luigid started the backfill's second child, let every day finish, and wait for 5/5."""
+    wait_until(lambda: backfills(probe)[backfill_id]["attempt"] == 2, RUN_TIMEOUT, what="the second child")
+    assert backfills(probe)[backfill_id]["state"] == "running"
+    open_gate(workdir, "all")
+    wait_until(lambda: backfills(probe)[backfill_id]["state"] == "ended", RUN_TIMEOUT, what="the end")
+    wait_until(lambda: backfills(probe)[backfill_id]["done"] == 5, RUN_TIMEOUT, what="5/5 done")
 
 
 def unfinished(workdir):

@@ -168,28 +168,21 @@ def test_the_scenario_uses_every_registered_method():
     assert {name for name, _ in SCENARIO + SCHEDULE_BUTTONS + BACKFILL_CALLS} == set(RPC_METHODS)
 
 
-def test_a_scheduler_without_backfills_refuses_them_over_http_as_directly(served):
+@pytest.mark.parametrize(
+    ("calls", "fix"),
+    [(SCHEDULE_BUTTONS, "[schedule:<name>]"), (BACKFILL_CALLS, "this scheduler runs")],
+    ids=["schedules", "backfills"],
+)
+def test_a_scheduler_without_schedules_or_backfills_refuses_their_calls_naming_why(served, calls, fix):
     _, probe = served
     direct, _clock = make_scheduler()
-    for name, kwargs in BACKFILL_CALLS:
+    for name, kwargs in calls:
         with pytest.raises(ValueError) as refused:
             getattr(direct, name)(**kwargs)
         verb = "POST" if RPC_METHODS[name].mutating else "GET"
         reply = probe.call(name, kwargs, verb=verb)
         assert (reply.status, reply.json()) == (400, {"error": str(refused.value)}), name
-        assert "runs no backfills" in str(refused.value) or "runs none" in str(refused.value)
-
-
-def test_a_scheduler_without_schedules_refuses_their_buttons_naming_the_fix(served):
-    _, probe = served
-    direct, _clock = make_scheduler()
-    for name, kwargs in SCHEDULE_BUTTONS:
-        with pytest.raises(ValueError) as refused:
-            getattr(direct, name)(**kwargs)
-        verb = "POST" if RPC_METHODS[name].mutating else "GET"
-        reply = probe.call(name, kwargs, verb=verb)
-        assert (reply.status, reply.json()) == (400, {"error": str(refused.value)}), name
-        assert "[schedule:<name>]" in str(refused.value)
+        assert fix in str(refused.value)
 
 
 def test_every_method_answers_over_http_as_the_scheduler_does_directly(served, fixed_message_ids):
