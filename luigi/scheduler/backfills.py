@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from luigi.scheduler.model.records import TaskRecord
-from luigi.task_status import DONE
+from luigi.task_status import DONE, UNKNOWN
 
 __all__ = ["BackfillDesk", "NoBackfills", "range_progress"]
 
@@ -57,7 +57,8 @@ def range_progress(tasks: Mapping[str, TaskRecord], entries: list[dict[str, Any]
     """For each backfill in ``entries`` whose Range task the state holds, how many instances are done.
 
     A Range task requires only the instances that were missing when it was scheduled, so done is the
-    range's size less those, plus those now DONE; a DONE Range task means all of them.
+    range's size less those, plus those now DONE; a DONE Range task means all of them. A Range task that
+    could not be scheduled (UNKNOWN) counts nothing.
     """
     wanted: dict[tuple[str, str, str, str] | None, dict[str, Any]] = {
         _range_key(entry): entry for entry in entries
@@ -67,8 +68,8 @@ def range_progress(tasks: Mapping[str, TaskRecord], entries: list[dict[str, Any]
         return found
     for task in tasks.values():
         entry = wanted.get(_task_key(task))
-        if entry is None or not _same_params(task, entry["params"]):
-            continue
+        if entry is None or task.status == UNKNOWN or not _same_params(task, entry["params"]):
+            continue  # UNKNOWN: its requires() failed, so its dependencies say nothing
         if task.status == DONE:
             done = entry["total"]
         else:

@@ -43,6 +43,13 @@ PIPELINE = textwrap.dedent(
             with self.output().open("w") as out:
                 out.write("done")
             note("finished.txt", f"{self.region}-{self.date}")
+
+
+    class Hour(Day):
+        """The same, for one hour (its first parameter, as the Range task needs)."""
+
+        date = luigi.DateHourParameter()
+        region = luigi.Parameter(default="eu")
     '''
 )
 
@@ -64,7 +71,7 @@ def open_gate(workdir: Path, name: str) -> None:
 def counted(workdir: Path, name: str) -> Counter[str]:
     """How many times each day was started (``started.txt``) or finished (``finished.txt``)."""
     path = workdir / name
-    return Counter(path.read_text().split() if path.exists() else [])
+    return Counter(path.read_text().splitlines() if path.exists() else [])
 
 
 def backfills(probe: HttpProbe) -> dict[int, dict[str, Any]]:

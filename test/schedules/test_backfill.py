@@ -13,7 +13,7 @@ from luigi.scheduler import Scheduler
 from luigi.scheduler.backfills import NoBackfills
 from luigi.scheduler.settings import SchedulerConfig
 from luigi.schedules.backfill import BackfillError, BackfillRequest
-from luigi.task_status import DONE, PENDING
+from luigi.task_status import DONE, PENDING, UNKNOWN
 
 
 def test_a_daily_range_is_luigis_range_daily_with_its_window_pinned_to_the_range():
@@ -98,6 +98,10 @@ def test_done_is_the_days_not_required_plus_the_required_ones_done():
 
 def test_a_done_range_task_counts_the_whole_range():
     assert progress_of({**ENTRY, "params": {"region": "eu"}}, range_status=DONE) == 5
+
+
+def test_a_range_task_that_failed_scheduling_counts_nothing():
+    assert progress_of({**ENTRY, "params": {"region": "eu"}}, range_status=UNKNOWN) is None
 
 
 @pytest.mark.parametrize(

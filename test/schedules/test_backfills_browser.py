@@ -40,8 +40,10 @@ def chromium() -> Iterator[Any]:
 
 
 def fill(page: Any, **fields: str) -> None:
+    """Fill the form (five January days of backfill_pipeline.Day unless told otherwise) and submit it."""
     form = page.locator("form.backfill-form")
-    for name, value in fields.items():
+    defaults = {"module": "backfill_pipeline", "family": "Day", "start": "2024-01-01", "stop": "2024-01-06"}
+    for name, value in {**defaults, **fields}.items():
         if name == "kind":
             form.locator("select[name=kind]").select_option(value)
         else:
@@ -58,15 +60,7 @@ def test_a_backfill_started_from_the_form_runs_with_its_parameters_to_5_of_5(chr
     with checked_page(chromium, timezone_id="UTC") as page:
         open_view(page, luigid.url, "#tab=schedules")
         page.wait_for_selector(".backfills .backfill-list")
-        fill(
-            page,
-            module="backfill_pipeline",
-            family="Day",
-            start="2024-01-01",
-            stop="2024-01-06",
-            params='{"region": "asia"}',
-            concurrency="2",
-        )
+        fill(page, params='{"region": "asia"}', concurrency="2")
         page.wait_for_selector('.backfill-message:has-text("started: 5 days of Day")')
         (started,) = [b for b in backfills(luigid.probe()).values() if b["params"] == {"region": "asia"}]
         assert (started["concurrency"], started["kind"], started["total"]) == (2, "daily", 5)
@@ -87,21 +81,14 @@ def test_a_bad_range_is_refused_in_the_page_with_luigids_reason(chromium, luigid
     before = backfills(luigid.probe())
     with watched_page(chromium, timezone_id="UTC") as page:
         open_view(page, luigid.url, "#tab=schedules")
-        fill(page, module="backfill_pipeline", family="Day", start="2024-01-06", stop="2024-01-01")
+        fill(page, start="2024-01-06", stop="2024-01-01")
         message = page.locator(".backfill-message.error-box")
         message.wait_for()
         assert message.inner_text() == (
             "Not started: stop: 2024-01-01 is not after start 2024-01-06 "
             "(stop is exclusive: the range is [start, stop))"
         )
-        fill(
-            page,
-            module="backfill_pipeline",
-            family="Day",
-            start="2024-01-01",
-            stop="2024-01-06",
-            params="[1]",
-        )
+        fill(page, params="[1]")
         page.wait_for_selector('.backfill-message:has-text("Parameters: write a JSON object")')
         # The browser logs the refused request (400) itself; the page adds no problem of its own.
         assert [problem for problem in page.problems if "status of 400" not in problem] == []
@@ -115,14 +102,13 @@ def test_cancel_stops_a_running_backfill_and_the_list_says_cancelled(chromium, l
         open_view(page, luigid.url, "#tab=schedules")
         fill(
             page,
-            module="backfill_pipeline",
-            family="Day",
+            family="Hour",
             kind="hourly",
             start="2024-03-01T00",
             stop="2024-03-01T06",
             params='{"region": "gated"}',
         )
-        page.wait_for_selector('.backfill-message:has-text("started: 6 hours of Day")')
+        page.wait_for_selector('.backfill-message:has-text("started: 6 hours of Hour")')
         (going,) = [b for b in backfills(luigid.probe()).values() if b["params"] == {"region": "gated"}]
         wait_until(lambda: backfills(luigid.probe())[going["id"]]["pid"], RUN_TIMEOUT, what="its child")
         button = row(page, going["id"]).locator("button.backfill-cancel")

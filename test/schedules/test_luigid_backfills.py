@@ -148,3 +148,17 @@ def test_starting_and_cancelling_answer_post_only_and_need_the_token(tmp_path):
         assert probe.call("backfill_cancel", {"id": 7}).json()["error"] == (
             "luigid has no backfill #7: see backfill_list for the ids"
         )
+
+
+def test_an_hourly_backfill_runs_each_hour_once_and_reaches_3_of_3(tmp_path):
+    env = backfill_workdir(tmp_path, open_all=True)
+    with running_luigid(tmp_path, config=CONFIG, env=env) as luigid:
+        probe = luigid.probe()
+        started = start_backfill(
+            probe, family="Hour", kind="hourly", start="2024-03-31T23", stop="2024-04-01T02"
+        )
+        assert started["total"] == 3
+        wait_until(lambda: backfills(probe)[started["id"]]["state"] == "ended", RUN_TIMEOUT, what="the end")
+        wait_until(lambda: backfills(probe)[started["id"]]["done"] == 3, RUN_TIMEOUT, what="3/3 done")
+    hours = ["2024-03-31 23:00:00", "2024-04-01 00:00:00", "2024-04-01 01:00:00"]
+    assert counted(tmp_path, "finished.txt") == {f"eu-{hour}": 1 for hour in hours}
