@@ -84,7 +84,7 @@ export class BackfillPanel {
   row(b) {
     const percent = b.total ? Math.round((100 * b.done) / b.total) : 0;
     const params = Object.keys(b.params || {}).length ? ` ${JSON.stringify(b.params)}` : '';
-    const state = b.state === 'ended' ? (b.exit_code === 0 ? ['done', 'DONE'] : ['failed', 'FAILED']) : [b.state, STATE_STATUS[b.state] || 'UNKNOWN'];
+    const state = b.state === 'ended' ? endedBadge(b) : [b.state, STATE_STATUS[b.state] || 'UNKNOWN'];
     const cancel = b.state === 'running'
       ? el('button', { type: 'button', class: 'btn btn-small backfill-cancel', text: 'Cancel', on: { click: () => this.cancel(b) } })
       : null;
@@ -108,4 +108,11 @@ export class BackfillPanel {
     }
     this.ctx.refresh();
   }
+}
+
+/** An ended backfill is done only when its command succeeded and every day (hour) of the range is done:
+ * Luigi's default exit codes say 0 for a run whose tasks failed or could not be scheduled. */
+function endedBadge(b) {
+  if (b.exit_code !== 0) return ['failed', 'FAILED'];
+  return b.done === b.total ? ['done', 'DONE'] : ['incomplete', 'UPSTREAM_FAILED'];
 }
