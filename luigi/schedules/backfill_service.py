@@ -153,7 +153,7 @@ class BackfillService:
         logger.info(
             "Backfill #%d: attempt %d started (pid %d): %s", backfill_id, attempt, child.pid, argv[3:]
         )
-        if self._stopping:
+        if self._stopping or backfill_id in self._cancelled:  # while it was being started
             await child.stop()
         code = await child.wait()
         self._record_end(backfill_id, code)
