@@ -347,6 +347,23 @@ _METHODS: tuple[RpcMethod, ...] = (
     RpcMethod("schedule_pause", (_SCHEDULE,), mutating=True),
     RpcMethod("schedule_resume", (_SCHEDULE,), mutating=True),
     RpcMethod("schedule_trigger", (_SCHEDULE,), mutating=True),
+    # Backfills luigid runs (ours; luigi/schedules/backfill*.py): starting and cancelling are POST only.
+    RpcMethod(
+        "backfill_start",
+        (
+            _param("module", "name"),
+            _param("family", "name"),
+            _param("start", "str"),
+            _param("stop", "str"),
+            _param("kind", "str", "daily"),
+            _param("params", "dict?", None),
+            _param("concurrency", "int", 1),
+        ),
+        mutating=True,
+    ),
+    RpcMethod("backfill_list", (), mutating=False),
+    RpcMethod("backfill_cancel", (_param("id", "int"),), mutating=True),
+    RpcMethod("backfill_log", (_param("id", "int"),), mutating=False),
     RpcMethod("update_resources", (), mutating=True, var_keyword="resources", var_keyword_kind="number"),
     RpcMethod("update_resource", (_param("resource", "name"), _param("amount", "any")), mutating=True),
     RpcMethod("prune", (), mutating=True),

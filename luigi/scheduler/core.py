@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from luigi.metrics import CollectorExtras, MetricsCollector, MetricsCollectors
+from luigi.scheduler.backfills import BackfillDesk, NoBackfills
 from luigi.scheduler.extensions import ExtensionMethods
 from luigi.scheduler.hooks import (
     FailureBatcher,
@@ -74,6 +75,7 @@ class Scheduler(ReadMethods, ExtensionMethods):
         store: where the state survives restarts (``luigid``: a ``SqlStore``); default: nowhere.
         task_logs: the run logs ``luigid`` keeps (``store.task_logs``); default: none kept.
         schedules: the schedules ``luigid`` runs (``luigi.schedules``); default: none.
+        backfills: the backfills ``luigid`` runs (``luigi.schedules.backfill_service``); default: none.
         overrides: ``[scheduler]`` option values that win over the config (``Scheduler(retry_delay=0)``).
     """
 
@@ -90,6 +92,7 @@ class Scheduler(ReadMethods, ExtensionMethods):
         store: StateStore | None = None,
         task_logs: TaskLogStore | None = None,
         schedules: ScheduleDesk | None = None,
+        backfills: BackfillDesk | None = None,
         **overrides: Any,
     ) -> None:
         task_history = task_history_impl if task_history_impl is not None else task_history
@@ -114,6 +117,7 @@ class Scheduler(ReadMethods, ExtensionMethods):
         self._logs_expired_at = 0.0
         if self._store.tracks_changes:
             self._state.changes = ChangeSet()
+        self._backfills: BackfillDesk = backfills if backfills is not None else NoBackfills()
 
     @property
     def config(self) -> SchedulerConfig:

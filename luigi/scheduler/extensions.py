@@ -1,11 +1,13 @@
 """The scheduler's RPC methods beyond Luigi's surface: what it offers, cancelling a run, the run logs it
-keeps, the schedules ``luigid`` runs. A mixin of ``Scheduler`` (``core``); Luigi clients never call these.
+keeps, the schedules and backfills ``luigid`` runs. A mixin of ``Scheduler`` (``core``); Luigi clients
+never call these.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from luigi.scheduler.backfills import BackfillDesk, range_progress
 from luigi.scheduler.model.clock import Clock
 from luigi.scheduler.model.state import ACTIVE_RUN_STATUSES, SchedulerState
 from luigi.scheduler.schedules import ScheduleDesk
@@ -25,6 +27,7 @@ class ExtensionMethods:
     _state: SchedulerState
     _task_logs: TaskLogStore | None
     _schedules: ScheduleDesk
+    _backfills: BackfillDesk
 
     # -- cancelling a run (ours: the visualiser's Cancel button) --------------------------------------------
 
@@ -99,3 +102,31 @@ class ExtensionMethods:
     def schedule_trigger(self, name: str) -> dict[str, Any]:
         """Start a run of a schedule now."""
         return self._schedules.schedule_trigger(name)
+
+    # -- backfills luigid runs (ours: luigi.schedules.backfill_service) ---------------------------------
+
+    def backfill_start(
+        self,
+        module: str,
+        family: str,
+        start: str,
+        stop: str,
+        kind: str = "daily",
+        params: dict[str, Any] | None = None,
+        concurrency: int = 1,
+    ) -> dict[str, Any]:
+        """Start ``family`` of ``module`` over ``[start, stop)`` as a ``RangeDaily``/``RangeHourly`` run."""
+        arguments = {"module": module, "family": family, "start": start, "stop": stop, "kind": kind}
+        return self._backfills.backfill_start({**arguments, "params": params, "concurrency": concurrency})
+
+    def backfill_list(self) -> list[dict[str, Any]]:
+        """Every backfill, newest first, with how many of its days (hours) this scheduler sees done."""
+        return self._backfills.backfill_list(lambda entries: range_progress(self._state.tasks, entries))
+
+    def backfill_cancel(self, id: int) -> dict[str, Any]:  # noqa: A002  # the RPC argument's name
+        """Stop a running backfill's child and mark it cancelled."""
+        return self._backfills.backfill_cancel(id)
+
+    def backfill_log(self, id: int) -> dict[str, Any]:  # noqa: A002  # the RPC argument's name
+        """The output of a backfill's latest child."""
+        return self._backfills.backfill_log(id)

@@ -30,6 +30,7 @@ from luigi.server.tracing import RpcSpans
 if TYPE_CHECKING:
     from luigi.scheduler.core import Scheduler
     from luigi.schedules import ScheduleService
+    from luigi.schedules.backfill_service import BackfillService
 
 __all__ = ["DEFAULT_ADDRESS", "DEFAULT_PORT", "CannotListenError", "SchedulerServer", "run", "stop"]
 
@@ -71,9 +72,11 @@ class SchedulerServer:
         address: str | None = DEFAULT_ADDRESS,
         unix_socket: str | None = None,
         schedules: ScheduleService | None = None,
+        backfills: BackfillService | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.schedules = schedules  # started once listening, stopped first on the way down
+        self.backfills = backfills  # the same
         self.settings = settings if settings is not None else ServerSettings.from_config()
         self.port = port
         self.address = DEFAULT_ADDRESS if address is None else address
@@ -149,11 +152,15 @@ class SchedulerServer:
         self.ready.set()
         if self.schedules is not None:
             self.schedules.start(self.scheduler_url())
+        if self.backfills is not None:
+            self.backfills.start(self.scheduler_url())
         try:
             await self._stopping.wait()
         finally:
             if self.schedules is not None:  # while still serving: the stopped runs report to us
                 await self.schedules.stop()
+            if self.backfills is not None:
+                await self.backfills.stop()
             pruning.stop()
             due_checks.stop()
             folding.stop()
@@ -269,12 +276,19 @@ def run(
     scheduler has one; at exit calls its ``dump()`` and ``close()`` when present.
     """
     global _current
-    schedules = None
+    schedules = backfills = None
     if scheduler is None:
         schedules = configured_schedules()  # a bad [schedule:<name>] section stops us before anything
-        scheduler = durable_scheduler(schedules)
+        backfills = configured_backfills()
+        scheduler = durable_scheduler(schedules, backfills)
     server = SchedulerServer(
-        scheduler, settings, port=api_port, address=address, unix_socket=unix_socket, schedules=schedules
+        scheduler,
+        settings,
+        port=api_port,
+        address=address,
+        unix_socket=unix_socket,
+        schedules=schedules,
+        backfills=backfills,
     )
     server.bind()
     _current = server
@@ -284,6 +298,8 @@ def run(
             _call_hook(scheduler, "load", reraise=True)  # a store that cannot be used is fatal: say so now
         if schedules is not None:
             schedules.open()
+        if backfills is not None:
+            backfills.open()
         asyncio.run(server.serve())
     finally:
         _current = None
@@ -293,9 +309,13 @@ def run(
         _call_hook(scheduler, "close")
         if schedules is not None:
             schedules.close()
+        if backfills is not None:
+            backfills.close()
 
 
-def durable_scheduler(schedules: ScheduleService | None = None) -> Any:
+def durable_scheduler(
+    schedules: ScheduleService | None = None, backfills: BackfillService | None = None
+) -> Any:
     """The scheduler ``luigid`` serves: server mode, state kept in the store ``[scheduler]`` names."""
     from luigi.scheduler import Scheduler
     from luigi.scheduler.settings import SchedulerConfig
@@ -308,7 +328,21 @@ def durable_scheduler(schedules: ScheduleService | None = None) -> Any:
         store=open_store_from_config(config=config),
         task_logs=open_task_logs_from_config(config),
         schedules=schedules,
+        backfills=backfills,
     )
+
+
+def configured_backfills() -> BackfillService:
+    """The backfills luigid runs, kept beside its schedules (the file is created by the first one).
+
+    Their workers wait idle long enough for a day a killed child held to be failed and retried."""
+    from luigi.scheduler.settings import SchedulerConfig
+    from luigi.schedules.backfill_service import BackfillService
+    from luigi.schedules.service import schedules_directory
+
+    config = SchedulerConfig.from_config()
+    idle = int(config.worker_disconnect_delay + config.retry_delay) + 300
+    return BackfillService(schedules_directory(config.state_path), idle_seconds=idle)
 
 
 def configured_schedules() -> ScheduleService | None:

@@ -22,6 +22,8 @@ VISUALISER_METHODS = ("task_counts", "task_page", "task_detail", "graph_view")  
 TASK_LOG_METHODS = ("scheduler_features", "append_task_log", "task_log")  # ours too
 # Ours too: the schedules luigid runs (luigi/schedules); an in-process scheduler answers that it has none.
 SCHEDULE_METHODS = ("schedule_list", "schedule_log", "schedule_pause", "schedule_resume", "schedule_trigger")
+# Ours too: the backfills luigid runs (luigi/schedules/backfill*); an in-process scheduler runs none.
+BACKFILL_METHODS = ("backfill_start", "backfill_list", "backfill_cancel", "backfill_log")
 OPERATOR_METHODS = ("cancel_task",)  # ours too: the visualiser's Cancel button
 READ_ONLY = {
     "count_pending",
@@ -46,6 +48,8 @@ READ_ONLY = {
     "task_log",
     "schedule_list",
     "schedule_log",
+    "backfill_list",
+    "backfill_log",
 }
 
 
@@ -62,6 +66,7 @@ def scheduler_methods() -> set[str]:
 
 def test_the_scheduler_exposes_exactly_the_39_registered_methods_plus_ours():
     ours = len(VISUALISER_METHODS) + len(TASK_LOG_METHODS) + len(SCHEDULE_METHODS) + len(OPERATOR_METHODS)
+    ours += len(BACKFILL_METHODS)
     assert len(RPC_METHODS) == 39 + ours
     assert scheduler_methods() == set(RPC_METHODS)
 
@@ -226,6 +231,7 @@ SAMPLE_CALLS = [
     ("disable_worker", {"worker": "someone-else"}),
     ("prune", {}),
     ("schedule_list", {}),
+    ("backfill_list", {}),
     ("update_metrics_task_started", {"task": "B"}),
     ("report_task_statistics", {"task_id": "B", "statistics": {"rows": 3}}),
     ("scheduler_features", {}),
@@ -239,6 +245,9 @@ def test_every_method_answers_strict_json_when_invoked_with_wire_arguments():
     for name, kwargs in SAMPLE_CALLS:
         result = invoke(sch, name, kwargs)
         json.dumps(result, allow_nan=False)
-    # The schedules' buttons refuse a scheduler without schedules; test/schedules calls them on a luigid.
-    assert {name for name, _ in SAMPLE_CALLS} | set(SCHEDULE_METHODS) == set(RPC_METHODS)
+    # The schedules' buttons and the backfills refuse a scheduler without them; test/schedules calls them
+    # on a luigid.
+    assert {name for name, _ in SAMPLE_CALLS} | set(SCHEDULE_METHODS) | set(BACKFILL_METHODS) == set(
+        RPC_METHODS
+    )
     assert invoke(sch, "task_list", {"status": "DONE"})["B"]["status"] == "DONE"

@@ -113,6 +113,7 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
         {"task_name": "Root()", "family": "Root", "params": {}, "expl": "no", "owners": [], "worker": W},
     ),
     ("schedule_list", {}),
+    ("backfill_list", {}),
     ("update_metrics_task_started", {"task": {"id": "Root()"}}),
     ("report_task_statistics", {"task_id": "Leaf(n=1)", "statistics": {"rows": 10}}),
     ("scheduler_features", {}),
@@ -155,20 +156,33 @@ SCHEDULE_BUTTONS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+# And these: an in-process scheduler runs no backfills (test/schedules runs them on a real luigid).
+BACKFILL_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("backfill_start", {"module": "m", "family": "Day", "start": "2024-01-01", "stop": "2024-01-06"}),
+    ("backfill_cancel", {"id": 1}),
+    ("backfill_log", {"id": 1}),
+]
+
+
 def test_the_scenario_uses_every_registered_method():
-    assert {name for name, _ in SCENARIO + SCHEDULE_BUTTONS} == set(RPC_METHODS)
+    assert {name for name, _ in SCENARIO + SCHEDULE_BUTTONS + BACKFILL_CALLS} == set(RPC_METHODS)
 
 
-def test_a_scheduler_without_schedules_refuses_their_buttons_naming_the_fix(served):
+@pytest.mark.parametrize(
+    ("calls", "fix"),
+    [(SCHEDULE_BUTTONS, "[schedule:<name>]"), (BACKFILL_CALLS, "this scheduler runs")],
+    ids=["schedules", "backfills"],
+)
+def test_a_scheduler_without_schedules_or_backfills_refuses_their_calls_naming_why(served, calls, fix):
     _, probe = served
     direct, _clock = make_scheduler()
-    for name, kwargs in SCHEDULE_BUTTONS:
+    for name, kwargs in calls:
         with pytest.raises(ValueError) as refused:
             getattr(direct, name)(**kwargs)
         verb = "POST" if RPC_METHODS[name].mutating else "GET"
         reply = probe.call(name, kwargs, verb=verb)
         assert (reply.status, reply.json()) == (400, {"error": str(refused.value)}), name
-        assert "[schedule:<name>]" in str(refused.value)
+        assert fix in str(refused.value)
 
 
 def test_every_method_answers_over_http_as_the_scheduler_does_directly(served, fixed_message_ids):

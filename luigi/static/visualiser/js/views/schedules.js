@@ -3,6 +3,7 @@
 
 import { el, replace } from '../dom.js';
 import * as format from '../format.js';
+import { BackfillPanel } from './backfills.js';
 
 // How each run outcome is coloured (the .st-<STATUS> classes of css/app.css).
 const OUTCOME_STATUS = {
@@ -28,9 +29,10 @@ class SchedulesView {
     this.openLogs = new Map(); // "name#run" -> the log answer last fetched (kept open across refreshes)
     this.body = el('div', { class: 'schedule-list' }, el('p', { class: 'muted', text: 'Loading…' }));
     this.summary = el('span', { class: 'summary', role: 'status' });
+    this.backfills = new BackfillPanel(ctx);
     this.element = el('div', { class: 'page' },
       el('div', { class: 'page-head' }, el('h1', { text: 'Schedules' }), this.summary),
-      this.body);
+      this.body, this.backfills.element);
   }
 
   update() {}
@@ -38,6 +40,10 @@ class SchedulesView {
   destroy() {}
 
   async refresh() {
+    await Promise.all([this.refreshSchedules(), this.backfills.refresh()]);
+  }
+
+  async refreshSchedules() {
     let schedules;
     try {
       schedules = await this.ctx.api.call('schedule_list', {});
