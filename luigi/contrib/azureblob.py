@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO, Any, cast
 
+from luigi.contrib._remote_reader import RemoteReader
 from luigi.contrib.optional import require
 from luigi.contrib.staged_upload import StagedUpload
 from luigi.format import Format, get_default_format
@@ -203,7 +204,7 @@ def _sdk_error(name: str) -> type[BaseException]:
     return error
 
 
-class ReadableAzureBlobFile:
+class ReadableAzureBlobFile(RemoteReader):
     """A blob opened for reading; with ``download_when_reading`` its ``with`` block reads a local copy."""
 
     def __init__(
@@ -224,30 +225,12 @@ class ReadableAzureBlobFile:
         )
         self.fid: IO[str] | None = None
         self._download: Any = None
-        self.closed = False
 
     def read(self, n: int | None = None) -> bytes:
         """The next ``n`` bytes of the blob (all the rest by default), streamed from one download."""
         if self._download is None:
             self._download = self.client.blob_client(self.container, self.blob).download_blob()
         return bytes(self._download.read(-1 if n is None or n < 0 else n))
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-    def readable(self) -> bool:
-        return True
-
-    def writable(self) -> bool:
-        return False
-
-    def seekable(self) -> bool:
-        return False
-
-    def flush(self) -> None:
-        pass
 
     def __iter__(self) -> Iterator[bytes]:
         return iter(io.BufferedReader(cast(Any, self)))  # lines, buffered over this raw stream

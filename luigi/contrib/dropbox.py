@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+from luigi.contrib._remote_reader import RemoteReader
 from luigi.contrib.optional import require
 from luigi.contrib.staged_upload import StagedUpload
 from luigi.format import Format, get_default_format
@@ -147,45 +148,18 @@ class DropboxClient(FileSystem):
                 chunk = following
 
 
-class ReadableDropboxFile:
+class ReadableDropboxFile(RemoteReader):
     """A Dropbox file opened for reading: downloaded at the first read."""
 
     def __init__(self, path: str, client: DropboxClient) -> None:
         self.path = path
         self.client = client
         self._content: io.BytesIO | None = None
-        self.closed = False
 
     def read(self, n: int | None = None) -> bytes:
         if self._content is None:
             self._content = io.BytesIO(self.client.download_as_bytes(self.path))
         return self._content.read(-1 if n is None else n)
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-    def readable(self) -> bool:
-        return True
-
-    def writable(self) -> bool:
-        return False
-
-    def seekable(self) -> bool:
-        return False
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        self.closed = True
-
-    def __enter__(self) -> ReadableDropboxFile:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
 
 class AtomicWritableDropboxFile(StagedUpload):

@@ -12,14 +12,12 @@ import enum
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import (
     Column,
     Connection,
     Double,
-    Engine,
     Integer,
     MetaData,
     String,
@@ -32,8 +30,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import SQLAlchemyError
 
-from luigi.database import Migration, StorageError, run_migrations, sqlite_engine
+from luigi.database import Migration, StorageError
 from luigi.schedules.backfill import BackfillRequest
+from luigi.schedules.sqlite_file import SqliteFile
 
 __all__ = ["BackfillRecord", "BackfillState", "BackfillStore"]
 
@@ -102,37 +101,17 @@ class BackfillRecord:
         }
 
 
-class BackfillStore:
+class BackfillStore(SqliteFile):
     """The backfills' SQLite file (``path``); every error is a StorageError naming it."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._engine: Engine | None = None
-        self._conn: Connection | None = None
+    what = "backfills' state"
+    migrations = MIGRATIONS
 
-    @property
-    def is_open(self) -> bool:
-        return self._conn is not None
+    def _version(self) -> int:
+        return int(self._connection().execute(text("PRAGMA user_version")).scalar_one())
 
-    def open(self) -> None:
-        """Create or upgrade the file."""
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._engine = sqlite_engine(f"sqlite:///{self.path}")
-            self._conn = self._engine.connect()
-            with self._conn.begin():
-                found = int(self._conn.execute(text("PRAGMA user_version")).scalar_one())
-                run_migrations(self._conn, MIGRATIONS, found, self._too_new, _record_version)
-        except (OSError, SQLAlchemyError) as exc:
-            self.close()
-            raise StorageError(f"Cannot open the backfills' state {self.path}: {exc}") from exc
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-        if self._engine is not None:
-            self._engine.dispose()
-        self._conn = self._engine = None
+    def _record_version(self, conn: Connection, migration: Migration) -> None:
+        conn.execute(text(f"PRAGMA user_version = {int(migration.version)}"))
 
     def add(self, request: BackfillRequest, now: float) -> int:
         """Record a new backfill as running (attempt 0: no child yet); its id."""
@@ -156,23 +135,13 @@ class BackfillStore:
         return self._do(lambda c: next((_record(row._mapping) for row in c.execute(query)), None))
 
     def _do(self, work: Callable[[Connection], _T]) -> _T:
-        if self._conn is None:
-            raise StorageError(f"The backfills' state {self.path} is not open")
+        conn = self._connection()
         try:
-            with self._conn.begin():
-                return work(self._conn)
+            with conn.begin():
+                return work(conn)
         except SQLAlchemyError as exc:
             raise StorageError(f"Cannot use the backfills' state {self.path}: {exc}") from exc
 
-    def _too_new(self, found: int, latest: int) -> StorageError:
-        return StorageError(
-            f"The backfills' state {self.path} has schema version {found}, but this luigi reads versions "
-            f"up to {latest}. Upgrade luigi, or move the file aside."
-        )
-
-
-def _record_version(conn: Connection, migration: Migration) -> None:
-    conn.execute(text(f"PRAGMA user_version = {int(migration.version)}"))
 
 
 def _record(row: Any) -> BackfillRecord:

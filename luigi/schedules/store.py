@@ -14,7 +14,6 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import (
@@ -22,7 +21,6 @@ from sqlalchemy import (
     Column,
     Connection,
     Double,
-    Engine,
     Integer,
     MetaData,
     String,
@@ -39,7 +37,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from luigi.database import Migration, StorageError, run_migrations, sqlite_engine
+from luigi.database import Migration, StorageError
+from luigi.schedules.sqlite_file import SqliteFile, first_line
 
 __all__ = ["RunKind", "RunOutcome", "RunRecord", "ScheduleStore", "StoredSchedule"]
 
@@ -197,33 +196,11 @@ class RunRecord:
         }
 
 
-class ScheduleStore:
+class ScheduleStore(SqliteFile):
     """The schedules' SQLite file (``path``), opened by ``open()``; every error is a StorageError."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._engine: Engine | None = None
-        self._conn: Connection | None = None
-
-    def open(self) -> None:
-        """Create or upgrade the file; StorageError naming the file when it cannot be used."""
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._engine = sqlite_engine(f"sqlite:///{self.path}")
-            self._conn = self._engine.connect()
-            with self._conn.begin():
-                run_migrations(self._conn, MIGRATIONS, self._version(), self._too_new, _record_version)
-        except (OSError, SQLAlchemyError) as exc:
-            self.close()
-            raise StorageError(f"Cannot open the schedules' state {self.path}: {_reason(exc)}") from exc
-
-    def close(self) -> None:
-        """Release the file (safe to call twice)."""
-        if self._conn is not None:
-            self._conn.close()
-        if self._engine is not None:
-            self._engine.dispose()
-        self._conn = self._engine = None
+    what = "schedules' state"
+    migrations = MIGRATIONS
 
     # -- schedules ---------------------------------------------------------------------------------------
 
@@ -386,11 +363,6 @@ class ScheduleStore:
 
     # -- plumbing --------------------------------------------------------------------------------------
 
-    def _connection(self) -> Connection:
-        if self._conn is None:
-            raise StorageError(f"The schedules' state {self.path} is not open")
-        return self._conn
-
     @contextmanager
     def _transaction(self) -> Iterator[Connection]:
         conn = self._connection()
@@ -400,7 +372,7 @@ class ScheduleStore:
         except IntegrityError as exc:
             raise _Duplicate(str(exc)) from exc
         except SQLAlchemyError as exc:
-            raise StorageError(f"Cannot write the schedules' state {self.path}: {_reason(exc)}") from exc
+            raise StorageError(f"Cannot write the schedules' state {self.path}: {first_line(exc)}") from exc
 
     def _write(self, work: Callable[[Connection], _T]) -> _T:
         with self._transaction() as conn:
@@ -420,20 +392,13 @@ class ScheduleStore:
         except ValueError:
             raise StorageError(f"The schedules' state {self.path} has a schema version {raw!r}") from None
 
-    def _too_new(self, found: int, latest: int) -> StorageError:
-        return StorageError(
-            f"The schedules' state {self.path} has schema version {found}, but this luigi reads versions up "
-            f"to {latest}. Upgrade luigi, or move the file aside."
-        )
+    def _record_version(self, conn: Connection, migration: Migration) -> None:
+        conn.execute(delete(meta).where(meta.c.key == VERSION_KEY))
+        conn.execute(insert(meta).values(key=VERSION_KEY, value=str(migration.version)))
 
 
 class _Duplicate(StorageError):
     """A row for this slot exists already."""
-
-
-def _record_version(conn: Connection, migration: Migration) -> None:
-    conn.execute(delete(meta).where(meta.c.key == VERSION_KEY))
-    conn.execute(insert(meta).values(key=VERSION_KEY, value=str(migration.version)))
 
 
 def _watermark_update(name: str, watermark: float) -> Any:
@@ -456,8 +421,3 @@ def _run_values(
         "outcome": outcome.value,
         "claimed": now,
     }
-
-
-def _reason(exc: BaseException) -> str:
-    original = getattr(exc, "orig", None)
-    return str(original if original is not None else exc).splitlines()[0]
