@@ -29,7 +29,7 @@ import pytest
 
 import luigi
 import luigi.target
-from helpers.json_http import JsonHandler, serving
+from helpers.json_http import JsonHandler, MethodRouter, serving
 from helpers.scripted import Scripted, ScriptedJobs
 
 __all__ = ["BigQueryStandIn", "StorageTarget", "bigquery_standin"]
@@ -335,23 +335,8 @@ def _tables(state: BigQueryStandIn, method: str, where: dict[str, str], body: di
 
 
 def _handler(state: BigQueryStandIn) -> type[JsonHandler]:
-    class Handler(JsonHandler):
-        def do_GET(self) -> None:  # noqa: N802  # http.server's names
-            self._route("GET")
-
-        def do_POST(self) -> None:  # noqa: N802
-            self._route("POST")
-
-        def do_DELETE(self) -> None:  # noqa: N802
-            self._route("DELETE")
-
-        def do_PATCH(self) -> None:  # noqa: N802
-            self._route("PATCH")
-
-        def do_PUT(self) -> None:  # noqa: N802
-            self._route("PUT")
-
-        def _route(self, method: str) -> None:
+    class Handler(MethodRouter):
+        def route(self, method: str) -> None:
             state.authorizations.append(self.headers.get("Authorization", ""))
             url = urlsplit(self.path)
             state.requests.append(f"{method} {url.path}")

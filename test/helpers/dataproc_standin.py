@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from helpers.json_http import JsonHandler, serving
+from helpers.json_http import JsonHandler, MethodRouter, serving
 from helpers.scripted import Scripted, ScriptedJobs
 
 __all__ = ["GONE", "DataprocStandIn", "dataproc_standin"]
@@ -139,17 +139,8 @@ def _jobs(state: DataprocStandIn, where: dict[str, str], body: dict[str, Any]) -
 
 
 def _handler(state: DataprocStandIn) -> type[JsonHandler]:
-    class Handler(JsonHandler):
-        def do_GET(self) -> None:  # noqa: N802  # http.server's names
-            self._route("GET")
-
-        def do_POST(self) -> None:  # noqa: N802
-            self._route("POST")
-
-        def do_DELETE(self) -> None:  # noqa: N802
-            self._route("DELETE")
-
-        def _route(self, method: str) -> None:
+    class Handler(MethodRouter):
+        def route(self, method: str) -> None:
             url = urlsplit(self.path)
             match = _PATH.match(url.path)
             if match is None:

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["JsonHandler", "serving"]
+__all__ = ["JsonHandler", "MethodRouter", "serving"]
 
 
 class JsonHandler(BaseHTTPRequestHandler):
@@ -28,6 +28,29 @@ class JsonHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  # keep test output quiet
         pass
+
+
+class MethodRouter(JsonHandler):
+    """A handler whose every HTTP method goes to one ``route(method)``, for stand-ins that route on method
+    and path together."""
+
+    def route(self, method: str) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must implement route()")
+
+    def do_GET(self) -> None:  # noqa: N802  # http.server's names
+        self.route("GET")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.route("POST")
+
+    def do_PUT(self) -> None:  # noqa: N802
+        self.route("PUT")
+
+    def do_PATCH(self) -> None:  # noqa: N802
+        self.route("PATCH")
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        self.route("DELETE")
 
 
 @contextmanager

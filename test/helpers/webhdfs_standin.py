@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import pytest
 
-from helpers.json_http import JsonHandler, serving
+from helpers.json_http import MethodRouter, serving
 
 __all__ = ["WebHdfsStandIn", "serving_webhdfs", "webhdfs_standin"]
 
@@ -62,7 +62,7 @@ class WebHdfsStandIn:
         return int(urlsplit(self.url).port or 0)
 
 
-class _WebHdfsHandler(JsonHandler):
+class _WebHdfsHandler(MethodRouter):
     root = ""  # set on the subclass each server gets
 
     # --- plumbing -------------------------------------------------------------------------------------------
@@ -115,7 +115,7 @@ class _WebHdfsHandler(JsonHandler):
         }
         self.reply(_STATUS_CODES.get(err.exception, 403), body)
 
-    def _dispatch(self, method: str) -> None:
+    def route(self, method: str) -> None:
         try:
             path, query = self._request()
             operation = f"{method} {query.get('op', '').upper()}"
@@ -127,18 +127,6 @@ class _WebHdfsHandler(JsonHandler):
             handler(self, path, query)
         except RemoteError as err:
             self._fail(err)
-
-    def do_GET(self) -> None:  # noqa: N802
-        self._dispatch("GET")
-
-    def do_PUT(self) -> None:  # noqa: N802
-        self._dispatch("PUT")
-
-    def do_POST(self) -> None:  # noqa: N802
-        self._dispatch("POST")
-
-    def do_DELETE(self) -> None:  # noqa: N802
-        self._dispatch("DELETE")
 
     # --- the operations ---------------------------------------------------------------------------------
 
