@@ -6,13 +6,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers.browser import browser, checked_page
+from helpers import browser as browser_fixtures
+from helpers.browser import checked_page
 
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with browser() as launched:
-        yield launched
+chromium = browser_fixtures.chromium  # one Chromium per module, the fixture every browser test shares
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from helpers.backfills import backfill_workdir, backfills, counted
-from helpers.browser import browser, checked_page, open_view, watched_page
+from helpers.browser import checked_page, open_view, watched_page
 from helpers.luigid import LuigidProcess, running_luigid, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -31,12 +31,6 @@ def luigid(workdir: Path) -> Iterator[LuigidProcess]:
     env = backfill_workdir(workdir)
     with running_luigid(workdir, env=env) as started:
         yield started
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with browser() as launched:
-        yield launched
 
 
 def fill(page: Any, **fields: str) -> None:

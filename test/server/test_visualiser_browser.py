@@ -18,11 +18,13 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from helpers.browser import TIMEOUT_MS, browser, card_count, checked_page, open_view, watched_page
+from helpers.browser import TIMEOUT_MS, card_count, checked_page, open_view, watched_page
 from helpers.luigid import LuigidProcess, luigid_env, running_luigid, serving_in_thread, wait_until
 
 from luigi.scheduler import Scheduler, SchedulerConfig
 from luigi.server import ServerSettings
+
+pytest_plugins = ["helpers.browser"]  # its fixture chromium: one Chromium per module
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -233,12 +235,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             except subprocess.TimeoutExpired:
                 site.listener.kill()
                 site.listener.wait()
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with browser() as launched:
-        yield launched
 
 
 @pytest.fixture
