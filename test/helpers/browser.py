@@ -26,6 +26,7 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    "--disable-smooth-scrolling",  # a wheel scroll lands at once: no test races a scroll animation
 ]
 VISUALISER = "/static/visualiser/index.html"
 TIMEOUT_MS = 20_000

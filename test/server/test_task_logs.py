@@ -440,6 +440,10 @@ def test_the_live_log_keeps_following_its_tail_across_refreshes_until_the_user_s
                     # Where the user left it: neither the tail nor the top.
                     assert scroll["top"] == left_at, scroll
                 page.mouse.wheel(0, 100_000)  # back at the tail: following again
+                page.wait_for_function(
+                    "() => { const log = document.querySelector('#task-log .task-log');"
+                    " return log.scrollTop >= log.scrollHeight - log.clientHeight - 4; }"
+                )
                 scroll = redraw_and_grow(page)
                 assert scroll["top"] >= scroll["bottom"] - 4, scroll
         finally:
