@@ -5,7 +5,10 @@
 
 A warm-up run first imports everything, so the trace counts the calls of one run (construction of the
 scheduler and worker included), not module imports. Prints each file of luigi/scheduler, worker, rpc and
-server with its number of calls, in the order first entered. doc/architecture.md quotes the figures.
+server with its number of calls, in the order first entered, then the top-level modules the run crosses
+(``luigi/*.py`` and the small packages beside the engine's four), then one task's turn: the files whose
+calls grow when a third task (C needs B) joins the chain, with the calls that task adds.
+doc/architecture.md quotes the figures.
 """
 
 from __future__ import annotations
@@ -49,6 +52,18 @@ class B(luigi.Task):
             out.write("b")
 
 
+class C(luigi.Task):
+    def requires(self) -> B:
+        return B()
+
+    def output(self) -> luigi.LocalTarget:
+        return luigi.LocalTarget(os.path.join(OUT, "c"))
+
+    def run(self) -> None:
+        with self.output().open("w") as out:
+            out.write("c")
+
+
 def trace(run: Any) -> Counter[str]:
     """Calls per luigi file while ``run()`` runs, in every thread."""
     calls: Counter[str] = Counter()
@@ -68,37 +83,55 @@ def trace(run: Any) -> Counter[str]:
     return calls
 
 
-def local() -> None:
-    assert luigi.build([B()], local_scheduler=True)
+def local(root: luigi.Task) -> None:
+    assert luigi.build([root], local_scheduler=True)
 
 
-def through_luigid() -> None:
+def through_luigid(root: luigi.Task) -> None:
     server = SchedulerServer(Scheduler(), ServerSettings(), port=0)
     server.bind()
     thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
     thread.start()
     server.ready.wait(10)
     try:
-        assert luigi.build([B()], scheduler_url=f"http://127.0.0.1:{server.bound_port()}/")
+        assert luigi.build([root], scheduler_url=f"http://127.0.0.1:{server.bound_port()}/")
     finally:
         server.stop()
         thread.join(10)
 
 
-def main() -> None:
-    mode = sys.argv[1] if len(sys.argv) > 1 else "local"
-    run = {"local": local, "luigid": through_luigid}[mode]
-    run()  # warm-up
-    for name in ("a", "b"):
-        os.remove(os.path.join(OUT, name))
-    calls = trace(run)
+def traced(run: Any, root: luigi.Task) -> Counter[str]:
+    """The calls of one run of ``root``'s pipeline over fresh outputs."""
+    for name in ("a", "b", "c"):
+        if os.path.exists(os.path.join(OUT, name)):
+            os.remove(os.path.join(OUT, name))
+    return trace(lambda: run(root))
+
+
+def show(title: str, calls: Counter[str]) -> None:
+    """The engine's four packages file by file, then the top-level modules."""
     engine = [name for name in calls if name.split("/")[0] in ENGINE]
-    print(f"{mode}: {len(engine)} engine files")
+    top = [name for name in calls if name.split("/")[0] not in ENGINE]
+    print(f"{title}: {len(engine)} engine files, {len(top)} top-level modules")
     for package in ENGINE:
         names = [name for name in engine if name.split("/")[0] == package]
         if names:
             shown = ", ".join(f"{name.split('/', 1)[1]} {calls[name]}" for name in names)
             print(f"  {package} ({len(names)}): {shown}")
+    if top:
+        shown = ", ".join(f"{name.removesuffix('.py')} {calls[name]}" for name in top)
+        print(f"  top level ({len(top)}): {shown}")
+
+
+def main() -> None:
+    mode = sys.argv[1] if len(sys.argv) > 1 else "local"
+    run = {"local": local, "luigid": through_luigid}[mode]
+    run(C())  # warm-up
+    two = traced(run, B())
+    show(mode, two)
+    three = traced(run, C())
+    turn = Counter({name: three[name] - two[name] for name in three if three[name] > two[name]})
+    show(f"one task's turn ({mode}, calls a third task adds)", turn)
 
 
 if __name__ == "__main__":
