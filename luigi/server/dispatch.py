@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 __all__ = [
     "BATCH_METHOD",
     "Batch",
-    "ClientError",
     "call_scheduler",
     "decode_data",
     "flush_scheduler",
