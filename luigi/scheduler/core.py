@@ -3,7 +3,9 @@
 Every public method is one RPC of ``luigi.rpc_methods`` with the same keyword arguments; the HTTP
 server calls them after validating the request, and workers call them directly in local mode. The
 methods Luigi declares with ``**kwargs`` (those the registry marks ``lenient``) ignore unknown keywords,
-so that clients newer or older than this scheduler keep working.
+so that clients newer or older than this scheduler keep working. The others are what ``luigid`` calls
+itself, never routed: its ``luigi.server.served.ServedScheduler`` (load, flush, checkpoint, dump, close,
+prune_if_due, note_alive).
 """
 
 from __future__ import annotations
@@ -52,10 +54,6 @@ from luigi.task_status import (
 )
 
 logger = logging.getLogger("luigi.scheduler")
-
-# The public methods the server calls itself (durable state, due deadlines, a refused ping's sign of
-# life): not RPC methods, never routed. Every other public method is one of ``luigi.rpc_methods``.
-SERVER_HOOKS = frozenset({"load", "flush", "checkpoint", "dump", "close", "prune_if_due", "note_alive"})
 
 LOG_EXPIRY_EVERY_SECONDS = 3600.0  # how often prune() deletes task logs past [scheduler] task_log_keep_days
 
@@ -222,7 +220,7 @@ class Scheduler(ReadMethods, ExtensionMethods):
                 close_history()
 
     @property
-    def task_history(self) -> Any:
+    def task_history(self) -> TaskHistory:
         """Where transitions are recorded (``NopHistory`` unless history is on); the history pages read it."""
         return self._task_history
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import tornado.web
 from tornado import httputil
@@ -21,10 +21,8 @@ from luigi.server.handlers import NotFoundHandler, Refused, RootHandler, StaticH
 from luigi.server.history import history_routes
 from luigi.server.metrics import MetricsHandler
 from luigi.server.openapi import DOCUMENT_PATH, OpenApiHandler
+from luigi.server.served import ServedScheduler
 from luigi.server.settings import ServerSettings
-
-if TYPE_CHECKING:
-    from luigi.scheduler.core import Scheduler
 
 __all__ = ["STATIC_DIR", "app"]
 
@@ -56,7 +54,7 @@ class LuigidApplication(tornado.web.Application):
 
 
 def app(
-    scheduler: Scheduler,
+    scheduler: ServedScheduler,
     settings: ServerSettings | None = None,
     host_policy: HostPolicy | None = None,
     **tornado_settings: Any,
@@ -64,7 +62,8 @@ def app(
     """The ``luigid`` web application serving ``scheduler``.
 
     Args:
-        scheduler: anything with the methods of ``luigi.rpc_methods`` (normally a ``Scheduler``).
+        scheduler: a ``ServedScheduler`` (normally a ``Scheduler``), answering the methods of
+            ``luigi.rpc_methods``.
         settings: auth, allowed hosts, body cap, CORS; read from the configuration when None.
         host_policy: the names requests may be addressed to; by default ``settings.allowed_hosts``,
             else the loopback names (``SchedulerServer`` adds the address it is bound to).

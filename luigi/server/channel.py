@@ -8,7 +8,7 @@ worker makes once per task, tornado's connection, stream and future machinery co
 CPU as the scheduler's own work. The channel speaks only what our client sends: ``POST /api/<method>``
 with a JSON body and ``Content-Length``; anything else is answered with a JSON error and the channel closed.
 Browsers cannot ask for it (``Upgrade`` is a header scripts may not set), and its bearer token, when one is
-configured, was checked at the upgrade. Calls answer exactly as on ``/api`` (see ``api.serve_json_call``).
+configured, was checked at the upgrade. Calls answer exactly as on ``/api`` (``dispatch.serve_json_call``).
 """
 
 from __future__ import annotations
@@ -21,17 +21,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.client import responses
-from typing import TYPE_CHECKING
 
 from tornado import iostream
 
 from luigi.rpc_methods import CHANNEL_UPGRADE
-from luigi.server.api import decode_data, serve_json_call, utf8_text
-from luigi.server.handlers import ClientError, error_json
+from luigi.server.dispatch import decode_data, serve_json_call, utf8_text
+from luigi.server.errors import ClientError, error_json
+from luigi.server.served import ServedScheduler
 from luigi.server.settings import ServerSettings
-
-if TYPE_CHECKING:
-    from luigi.scheduler.core import Scheduler
 
 logger = logging.getLogger("luigi.server")
 
@@ -48,7 +45,10 @@ class Channels:
     """The channels of one server: each adopted from tornado after its upgrade, all closed at shutdown."""
 
     def __init__(
-        self, scheduler: Scheduler, settings: ServerSettings, after_answers: Callable[[], None] | None = None
+        self,
+        scheduler: ServedScheduler,
+        settings: ServerSettings,
+        after_answers: Callable[[], None] | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.settings = settings

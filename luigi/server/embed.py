@@ -6,7 +6,7 @@ loop and starts the prune timer, then returns, so a test (or an embedding progra
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import tornado.httpserver
 import tornado.ioloop
@@ -14,15 +14,13 @@ import tornado.ioloop
 from luigi.server.app import app
 from luigi.server.guard import HostPolicy
 from luigi.server.serve import DEFAULT_PORT, SchedulerServer
-
-if TYPE_CHECKING:
-    from luigi.scheduler.core import Scheduler
+from luigi.server.served import ServedScheduler
 
 __all__ = ["_init_api"]
 
 
 def _init_api(
-    scheduler: Scheduler,
+    scheduler: ServedScheduler,
     api_port: int | None = None,
     address: str | None = None,
     unix_socket: str | None = None,

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from luigi.server.handlers import ClientError
+from luigi.server.errors import ClientError
 from luigi.server.settings import ANY_HOST, CorsPolicy
 
 __all__ = ["HostPolicy", "refusal"]

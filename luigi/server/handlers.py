@@ -17,6 +17,7 @@ import tornado.escape
 import tornado.web
 from tornado import httputil
 
+from luigi.server.errors import ClientError, error_json
 from luigi.server.settings import ServerSettings
 
 logger = logging.getLogger("luigi.server")
@@ -31,21 +32,6 @@ CONTENT_SECURITY_POLICY = (
 )
 # Relative, so the redirect also works when a proxy serves luigid under a path prefix.
 _VISUALISER_REDIRECT = VISUALISER_PATH.lstrip("/")
-
-
-class ClientError(Exception):
-    """A request the server refuses: answered with ``status`` and ``{"error": message}``."""
-
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.headers = headers or {}
-
-
-def error_json(message: str) -> str:
-    """The JSON text of an error answer: ``{"error": message}``."""
-    return tornado.escape.json_encode({"error": message})
 
 
 def check_bearer_token(settings: ServerSettings, headers: Mapping[str, str]) -> None:

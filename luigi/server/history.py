@@ -17,19 +17,18 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from luigi.rpc_values import MAX_NAME_CHARS, free_problem, text_problem
-from luigi.server.api import decode_data
-from luigi.server.handlers import ClientError, GuardedHandler
+from luigi.server.dispatch import decode_data
+from luigi.server.errors import ClientError
+from luigi.server.handlers import GuardedHandler
+from luigi.server.served import ServedScheduler
 from luigi.server.settings import ServerSettings
 from luigi.task_history import HistoryStatus, NopHistory, TaskHistory
-
-if TYPE_CHECKING:
-    from luigi.scheduler.core import Scheduler
 
 __all__ = [
     "CONTENT_SECURITY_POLICY",
@@ -54,13 +53,16 @@ API_ERROR_CHARS = 8000  # error text per run in the chart data (the run's page h
 T = TypeVar("T")
 
 
-def history_of(scheduler: Scheduler) -> TaskHistory:
-    """The history a scheduler records into (a ``NopHistory`` when it has none)."""
-    history = getattr(scheduler, "task_history", None)  # a stand-in scheduler of a test may have none
+def history_of(scheduler: ServedScheduler) -> TaskHistory:
+    """The history a scheduler records into, for its pages (a ``NopHistory`` for one that answers no
+    queries: Luigi lets a user's scheduler record into an object of any class)."""
+    history: object = scheduler.task_history
     return history if isinstance(history, TaskHistory) else NopHistory()
 
 
-def history_routes(scheduler: Scheduler, settings: ServerSettings) -> list[tuple[str, type, dict[str, Any]]]:
+def history_routes(
+    scheduler: ServedScheduler, settings: ServerSettings
+) -> list[tuple[str, type, dict[str, Any]]]:
     """The history routes over ``scheduler``'s history, for the application factory."""
     args = {"server_settings": settings, "history": history_of(scheduler)}
     return [

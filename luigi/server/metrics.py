@@ -8,14 +8,10 @@ token, when luigid has one, is needed as for the API: the page names task famili
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from luigi.metrics import NoMetricsCollector
 from luigi.server.handlers import GuardedHandler
+from luigi.server.served import MetricsSource
 from luigi.server.settings import ServerSettings
-
-if TYPE_CHECKING:
-    from luigi.scheduler.core import Scheduler
 
 __all__ = ["MetricsHandler"]
 
@@ -29,7 +25,7 @@ class MetricsHandler(GuardedHandler):
     """``GET /metrics``: ``generate_latest()`` of the collector, after its ``configure_http_handler``."""
 
     def initialize(  # type: ignore[override]
-        self, scheduler: Scheduler, server_settings: ServerSettings | None = None
+        self, scheduler: MetricsSource, server_settings: ServerSettings | None = None
     ) -> None:
         """``scheduler=`` alone, as Luigi's handler is built; without settings they come from the config."""
         super().initialize(server_settings if server_settings is not None else ServerSettings.from_config())

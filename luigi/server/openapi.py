@@ -23,7 +23,7 @@ from typing import Any
 from luigi.__version__ import VERSION
 from luigi.rpc_methods import RPC_METHODS, RpcMethod, RpcParameter
 from luigi.rpc_values import INT_LIMIT, MAX_DEPTH, MAX_NAME_CHARS, MAX_TEXT_CHARS
-from luigi.server.api import BATCH_METHOD
+from luigi.server.dispatch import BATCH_METHOD
 from luigi.server.handlers import GuardedHandler
 
 __all__ = ["DOCUMENT_PATH", "OpenApiHandler", "build_document", "kind_schema", "served_document"]

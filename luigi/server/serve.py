@@ -13,22 +13,23 @@ import os
 import signal
 import socket
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import tornado.httpserver
 import tornado.ioloop
 import tornado.netutil
 
-from luigi.server import api, store_health
+from luigi.server import dispatch, store_health
 from luigi.server.app import app
 from luigi.server.channel import Channels
 from luigi.server.guard import HostPolicy
 from luigi.server.handlers import VISUALISER_PATH
+from luigi.server.served import ServedScheduler
 from luigi.server.settings import ServerSettings
 from luigi.server.tracing import RpcSpans
 
 if TYPE_CHECKING:
-    from luigi.scheduler.core import Scheduler
     from luigi.schedules import ScheduleService
     from luigi.schedules.backfill_service import BackfillService
 
@@ -65,7 +66,7 @@ class SchedulerServer:
 
     def __init__(
         self,
-        scheduler: Scheduler,
+        scheduler: ServedScheduler,
         settings: ServerSettings | None = None,
         *,
         port: int = DEFAULT_PORT,
@@ -193,11 +194,8 @@ class SchedulerServer:
 
     def _prune_if_due(self) -> None:
         """Between the periodic prunes: apply a deadline as soon as it comes (a silent worker, a retry)."""
-        prune_if_due = getattr(self.scheduler, "prune_if_due", None)
-        if prune_if_due is None:
-            return
         try:
-            pruned = prune_if_due()
+            pruned = self.scheduler.prune_if_due()
         except Exception:  # the next tick tries again; one failure must not stop the timer
             logger.exception("Pruning a due deadline failed")
             return
@@ -218,14 +216,11 @@ class SchedulerServer:
         A failure loses nothing (the journal keeps the rows) and is retried next time; it is logged
         when it first happens or changes, not five times a second.
         """
-        checkpoint = getattr(self.scheduler, "checkpoint", None)
-        if checkpoint is None:
-            return
         try:
             if due_only:
-                checkpoint(due_only=True)
+                self.scheduler.checkpoint(due_only=True)
             else:
-                checkpoint(limit=limit)
+                self.scheduler.checkpoint(limit=limit)
         except Exception as exc:
             if str(exc) != self._fold_failure:
                 logger.error("Folding the scheduler state journal failed (retrying): %s", exc)
@@ -266,14 +261,14 @@ def run(
     api_port: int = DEFAULT_PORT,
     address: str | None = None,
     unix_socket: str | None = None,
-    scheduler: Scheduler | None = None,
+    scheduler: ServedScheduler | None = None,
     load: bool = True,
     settings: ServerSettings | None = None,
 ) -> None:
     """Serve a scheduler until SIGTERM/SIGINT or ``stop()``: ``luigid``'s main loop.
 
-    Binds first (CannotListenError if that fails), then calls ``scheduler.load()`` when ``load`` and the
-    scheduler has one; at exit calls its ``dump()`` and ``close()`` when present.
+    Binds first (CannotListenError if that fails), then calls ``scheduler.load()`` when ``load``; at exit
+    calls its ``dump()`` and ``close()``.
     """
     global _current
     schedules = backfills = None
@@ -292,10 +287,10 @@ def run(
     )
     server.bind()
     _current = server
-    api.rpc_spans = RpcSpans.configured()
+    dispatch.rpc_spans = RpcSpans.configured()
     try:
         if load:
-            _call_hook(scheduler, "load", reraise=True)  # a store that cannot be used is fatal: say so now
+            _run_hook(scheduler.load, reraise=True)  # a store that cannot be used is fatal: say so now
         if schedules is not None:
             schedules.open()
         if backfills is not None:
@@ -303,10 +298,10 @@ def run(
         asyncio.run(server.serve())
     finally:
         _current = None
-        api.rpc_spans = None
+        dispatch.rpc_spans = None
         server.close_sockets()
-        _call_hook(scheduler, "dump")
-        _call_hook(scheduler, "close")
+        _run_hook(scheduler.dump)
+        _run_hook(scheduler.close)
         if schedules is not None:
             schedules.close()
         if backfills is not None:
@@ -315,7 +310,7 @@ def run(
 
 def durable_scheduler(
     schedules: ScheduleService | None = None, backfills: BackfillService | None = None
-) -> Any:
+) -> ServedScheduler:
     """The scheduler ``luigid`` serves: server mode, state kept in the store ``[scheduler]`` names."""
     from luigi.scheduler import Scheduler
     from luigi.scheduler.settings import SchedulerConfig
@@ -359,20 +354,15 @@ def stop() -> None:
         server.stop()
 
 
-def _call_hook(scheduler: Scheduler, name: str, reraise: bool = False) -> None:
-    """Call the scheduler's optional lifecycle method ``name`` (load, flush, dump, close).
-
-    Failures are logged, or raised when ``reraise``.
-    """
-    hook = getattr(scheduler, name, None)
-    if not callable(hook):
-        return
+def _run_hook(hook: Callable[[], None], reraise: bool = False) -> None:
+    """Call one of the scheduler's lifecycle methods (load, dump, close); failures are logged, or raised
+    when ``reraise``."""
     try:
         hook()
     except Exception:  # the durable store reports its own errors; a failed dump must not hide the others
         if reraise:
             raise
-        logger.exception("Scheduler %s() failed", name)
+        logger.exception("Scheduler %s() failed", hook.__name__)
 
 
 def _refuse_live_socket(path: str) -> None:

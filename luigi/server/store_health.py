@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import TYPE_CHECKING
 
-from luigi.server.handlers import ClientError
-
-if TYPE_CHECKING:
-    from luigi.scheduler.core import Scheduler
+from luigi.server.errors import ClientError
+from luigi.server.served import ServedScheduler
 
 logger = logging.getLogger("luigi.server")
 
@@ -42,10 +39,10 @@ class StoreHealth:
         self.failure = None
 
 
-_HEALTH: weakref.WeakKeyDictionary[Scheduler, StoreHealth] = weakref.WeakKeyDictionary()
+_HEALTH: weakref.WeakKeyDictionary[ServedScheduler, StoreHealth] = weakref.WeakKeyDictionary()
 
 
-def health_of(scheduler: Scheduler) -> StoreHealth:
+def health_of(scheduler: ServedScheduler) -> StoreHealth:
     """The store health of ``scheduler`` (created on first use)."""
     health = _HEALTH.get(scheduler)
     if health is None:
@@ -53,14 +50,11 @@ def health_of(scheduler: Scheduler) -> StoreHealth:
     return health
 
 
-def flush(scheduler: Scheduler) -> bool:
+def flush(scheduler: ServedScheduler) -> bool:
     """Flush the scheduler's changes; False (logged once per cause) when they could not be saved."""
-    flush_changes = getattr(scheduler, "flush", None)
-    if flush_changes is None:
-        return True
     health = health_of(scheduler)
     try:
-        flush_changes()
+        scheduler.flush()
     except Exception as exc:  # whatever the store raised: the changes stay marked for the next flush
         health.failed(exc)
         return False
@@ -68,7 +62,7 @@ def flush(scheduler: Scheduler) -> bool:
     return True
 
 
-def refusal(scheduler: Scheduler) -> ClientError:
+def refusal(scheduler: ServedScheduler) -> ClientError:
     """The 503 for a change that cannot be saved now."""
     cause = health_of(scheduler).failure or "unknown cause"
     return ClientError(
@@ -78,7 +72,7 @@ def refusal(scheduler: Scheduler) -> ClientError:
     )
 
 
-def check_writable(scheduler: Scheduler) -> None:
+def check_writable(scheduler: ServedScheduler) -> None:
     """Before a mutating call: while saving fails, retry the pending flush, and refuse (503) if it fails."""
     if health_of(scheduler).failure is not None and not flush(scheduler):
         raise refusal(scheduler)

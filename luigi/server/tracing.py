@@ -1,6 +1,6 @@
 """``luigid``'s spans (``[otel] endpoint`` with ``[otel] scheduler_spans = true``): one per RPC served.
 
-Off unless both are set; ``luigi.server.api`` then pays one ``if`` per call. Each served call, on
+Off unless both are set; ``luigi.server.dispatch`` then pays one ``if`` per call. Each served call, on
 ``/api/<method>``, in ``/api/_batch`` or on an upgraded channel, becomes a span named ``luigid <method>``
 with the method and the HTTP status the call answered.
 """

@@ -17,7 +17,7 @@ from luigi.configuration import get_config
 from luigi.rpc import RemoteScheduler, RPCError, SchedulerHTTPError, retry_delay
 from luigi.rpc_methods import REQUIRED, RPC_METHODS, RpcArgumentError
 from luigi.scheduler import Scheduler
-from luigi.scheduler.core import SERVER_HOOKS
+from luigi.server.served import SERVER_HOOKS
 
 WORKER = "w1"
 

@@ -16,7 +16,7 @@ from luigi.rpc_methods import (
     validate_call,
 )
 from luigi.scheduler import Scheduler
-from luigi.scheduler.core import SERVER_HOOKS
+from luigi.server.served import SERVER_HOOKS
 
 VISUALISER_METHODS = ("task_counts", "task_page", "task_detail", "graph_view")  # ours, beside Luigi's 39
 TASK_LOG_METHODS = ("scheduler_features", "append_task_log", "task_log")  # ours too

@@ -3,9 +3,15 @@ flush), and every write an RPC makes to a task reaches the flush through the mod
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+from pathlib import Path
+
 from helpers.scheduler import WORKER, make_scheduler
 
+import luigi.scheduler.rules
 from luigi.scheduler.model.changes import ChangeSet
+from luigi.scheduler.model.records import TaskRecord, WorkerRecord
 from luigi.scheduler.settings import TaskRetryPolicy
 
 
@@ -66,3 +72,57 @@ def test_a_failure_outside_the_window_is_forgotten_when_the_next_one_is_recorded
     assert task.failure_times == [clock()]
     assert task.first_failure_time == clock() - 150
     assert "A" in state.changes.tasks
+
+
+def test_a_lost_run_and_its_renewed_lease_reach_the_flush_through_the_state():
+    sch, state, clock = tracked_scheduler()
+    assert sch.get_work(worker=WORKER)["task_id"] == "A"
+    clock.advance(sch.config.worker_disconnect_delay + 1)
+    sch.prune()  # the silent worker loses its run: the lease it lost is remembered, and stored
+    assert state.tasks["A"].lost_lease is not None and state.tasks["A"].failure_times
+    assert "A" in state.changes.tasks
+    state.changes.clear()
+    sch.ping(
+        worker=WORKER, held=["A"]
+    )  # it comes back holding A: the lease is renewed, the failure taken back
+    task = state.tasks["A"]
+    assert (task.lost_lease, task.failure_times, task.first_failure_time) == (None, [], None)
+    assert state.changes.tasks == {"A": None}
+
+
+# The locals in rules that carry record field names but are not records: an intake report and a reply.
+NOT_RECORDS = {("intake.py", "report"), ("get_work.py", "started")}
+MUTATORS = {"append", "remove", "pop", "clear", "update", "discard", "add", "extend", "insert", "setdefault"}
+
+
+def record_writes_in(path: Path) -> list[str]:
+    """Each statement of a rules module that assigns, deletes or mutates a record's field itself."""
+    fields = {f.name for f in dataclasses.fields(TaskRecord)} | {
+        f.name for f in dataclasses.fields(WorkerRecord)
+    }
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS
+        ):
+            targets = [node.func.value]
+        else:
+            continue
+        for target in targets:
+            while isinstance(target, ast.Subscript):
+                target = target.value
+            if not isinstance(target, ast.Attribute) or target.attr not in fields:
+                continue
+            owner = ast.unparse(target.value)
+            if owner != "self" and (path.name, owner) not in NOT_RECORDS:
+                found.append(f"{path.name}:{node.lineno}: {ast.unparse(target)}")
+    return found
+
+
+def test_rules_write_records_only_through_the_state():
+    rules = Path(luigi.scheduler.rules.__file__).parent
+    assert [write for path in sorted(rules.glob("*.py")) for write in record_writes_in(path)] == []

@@ -15,8 +15,8 @@ from helpers.scheduler import make_scheduler
 
 from luigi.rpc_methods import RPC_METHODS
 from luigi.scheduler import Scheduler
-from luigi.scheduler.core import SERVER_HOOKS
 from luigi.server import STATIC_DIR, VISUALISER_PATH, CorsPolicy, ServerSettings
+from luigi.server.served import SERVER_HOOKS
 
 W = "worker-1"
 W2 = "worker-2"

@@ -13,19 +13,20 @@ from helpers.luigid import HttpProbe, free_port, listening_addresses, probe_for,
 from helpers.scheduler import make_scheduler
 
 import luigi.server
-from luigi.metrics import CollectorExtras
+from luigi.scheduler import Scheduler
 from luigi.server import CannotListenError, SchedulerServer, ServerSettings
 from luigi.server.channel import Channels
 from luigi.server.serve import BUSY_WITHIN, FOLD_BUSY_KEYS, FOLD_STEP_KEYS
 
 
-class LifecycleScheduler:
-    """A scheduler stand-in that records the hooks the server calls around serving."""
+class LifecycleScheduler(Scheduler):
+    """A scheduler that records the lifecycle hooks the server calls around serving (and does nothing else
+    in them), so the whole ``ServedScheduler`` is there as in luigid."""
 
     def __init__(self, fail_load: Exception | None = None) -> None:
+        super().__init__()
         self.calls: list[str] = []
         self.fail_load = fail_load
-        self.metrics_extras = CollectorExtras(observe_rpc=None, watch_scheduler=None)  # no collector hooks
 
     def load(self) -> None:
         self.calls.append("load")
@@ -40,9 +41,6 @@ class LifecycleScheduler:
 
     def prune(self) -> None:
         self.calls.append("prune")
-
-    def is_paused(self) -> dict[str, bool]:
-        return {"paused": False}
 
 
 def run_in_thread(**kwargs) -> tuple[threading.Thread, list[BaseException]]:
@@ -146,7 +144,7 @@ def test_the_store_journal_is_folded_on_a_timer_and_a_failure_is_logged_once_unt
         if failure is not None:
             raise RuntimeError(failure)
 
-    scheduler.checkpoint = checkpoint  # type: ignore[attr-defined]
+    scheduler.checkpoint = checkpoint  # type: ignore[method-assign]
     with caplog.at_level(logging.INFO, logger="luigi.server"):
         with serving_in_thread(scheduler):
             wait_until(lambda: scheduler.calls.count("checkpoint") >= 6, what="six checkpoints")
@@ -161,7 +159,7 @@ def test_the_store_journal_is_folded_on_a_timer_and_a_failure_is_logged_once_unt
 def test_the_timer_folds_a_long_step_when_idle_and_a_short_one_while_a_channel_is_busy():
     scheduler = LifecycleScheduler()
     limits: list[object] = []
-    scheduler.checkpoint = lambda **kwargs: limits.append(kwargs.get("limit"))  # type: ignore[attr-defined]
+    scheduler.checkpoint = lambda **kwargs: limits.append(kwargs.get("limit"))  # type: ignore[method-assign]
     server = SchedulerServer(scheduler)
     now = [100.0]
     server.channels = Channels(scheduler, ServerSettings())

@@ -382,6 +382,16 @@ class SchedulerState(LuigiStateNames):
         task.first_failure_time = None
         self.mark_changed(task.id)
 
+    def forget_failure(self, task: TaskRecord, failed_at: float) -> None:
+        """Take back the last failure recorded at ``failed_at`` (a lost run that was not lost after all)."""
+        times = task.failure_times
+        if failed_at not in times:
+            return
+        del times[len(times) - 1 - times[::-1].index(failed_at)]
+        if not times and task.first_failure_time == failed_at:
+            task.first_failure_time = None
+        self.mark_changed(task.id)
+
     def add_message_response(self, task: TaskRecord, message_id: str, response: Any) -> None:
         """Keep a running task's answer to a scheduler message until it is asked for."""
         task.scheduler_message_responses[message_id] = response
@@ -397,6 +407,37 @@ class SchedulerState(LuigiStateNames):
     def recheck(self, task_id: str) -> None:
         """Have the next prune check the task for a lost runner or lost stakeholders."""
         self.to_recheck.add(task_id)
+
+    # -- leases (``rules.leases`` says when) --------------------------------------------------------------
+
+    def mark_granted_ahead(self, task: TaskRecord, worker_id: str) -> None:
+        """``task`` was granted to ``worker_id`` to start after the runs before it end (memory only: after
+        a restart every RUNNING task counts as started, so nothing is marked for the store)."""
+        task.granted_ahead = True
+        self.worker(worker_id).ahead.append(task.id)
+
+    def start_next_ahead(self, task: TaskRecord, worker_id: str) -> None:
+        """``worker_id``'s run of ``task`` ended: the next of its grants made ahead has started now.
+
+        Grants settled while they waited (put back, handed to another worker) are skipped.
+        """
+        task.granted_ahead = False
+        worker = self.workers.get(worker_id)
+        if worker is None or not worker.ahead:
+            return
+        queue = worker.ahead
+        if task.id in queue:
+            queue.remove(task.id)
+        while queue:
+            queued = self.tasks.get(queue.pop(0))
+            if queued is not None and queued.granted_ahead and queued.worker_running == worker_id:
+                queued.granted_ahead = False
+                return
+
+    def set_lost_lease(self, task: TaskRecord, lease: dict[str, Any] | None) -> None:
+        """Remember which worker lost the task's run and how (``rules.leases``); None: that lease is over."""
+        task.lost_lease = lease
+        self.mark_changed(task.id)
 
     # -- deadlines -------------------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from luigi.scheduler.hooks import record_history
 from luigi.scheduler.model.ready import ASSISTANTS
 from luigi.scheduler.model.records import TaskRecord
 from luigi.scheduler.model.state import SchedulerState, rank_key
-from luigi.scheduler.rules import ahead, leases, policy
+from luigi.scheduler.rules import ahead, policy
 from luigi.scheduler.rules.resources import Reservation
 from luigi.scheduler.rules.transitions import StatusRules, reset_orphaned_batch_members
 from luigi.task_history import TaskHistory
@@ -102,7 +102,7 @@ class GetWork:
             return Started(self._start_batch(selection, worker), [])
         started = Started(self._start_one(selection, worker, host), [selection.task])
         if assumed:  # an ask ahead: this waits behind the worker's current run
-            leases.mark_granted_ahead(self._state, selection.task, worker)
+            self._state.mark_granted_ahead(selection.task, worker)
         if max_tasks > 1:
             assumed.add(selection.task.id)
             started.reply["more_tasks"] = self._start_more(
@@ -126,7 +126,7 @@ class GetWork:
             if selection is None or not ahead.rides_along(selection.task, len(selection.members) > 1):
                 break
             more.append(self._start_one(selection, worker, host))
-            leases.mark_granted_ahead(self._state, selection.task, worker)
+            self._state.mark_granted_ahead(selection.task, worker)
             started.tasks.append(selection.task)
             assumed.add(selection.task.id)
         return more

@@ -10,7 +10,6 @@ from typing import Any
 from luigi.scheduler.hooks import FailureBatcher, record_history
 from luigi.scheduler.model.records import TaskRecord, WorkerRecord
 from luigi.scheduler.model.state import STATUSES, SchedulerState
-from luigi.scheduler.rules import leases
 from luigi.scheduler.rules.resources import check_resource_amounts
 from luigi.scheduler.rules.transitions import StatusRules
 from luigi.task_history import TaskHistory
@@ -73,7 +72,7 @@ class ReportIntake:
         self._apply_details(task, report)
         self._apply_status(task, report)
         if ends_a_run and task.status != RUNNING:
-            leases.run_ended(self.state, task, report.worker)
+            self.state.start_next_ahead(task, report.worker)
         if report.status == FAILED and self.config.batch_emails:
             self._queue_failure_email(task, report)
         self._apply_graph(task, report, reporter)

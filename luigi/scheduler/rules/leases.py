@@ -1,7 +1,8 @@
 """Leases that mean what they say: a grant made ahead is not a started run, and a lost run can come back.
 
 Grants made ahead (``more_tasks``, or any grant of an ask with ``assume_done``) wait in the worker's queue
-until the run before them ends. Such a grant is marked until then; when its worker is lost, a marked grant
+until the run before them ends. Such a grant is marked until then (``SchedulerState.mark_granted_ahead``,
+cleared by ``start_next_ahead`` when the run before it ends); when its worker is lost, a marked grant
 was never started and goes back to PENDING instead of FAILED. The marks live in memory only: after a
 restart of luigid every RUNNING task counts as started (Luigi's behaviour).
 
@@ -14,6 +15,8 @@ A held task that was lost by this very worker, and that nobody has started since
 
 Stale results need no memory: only the worker a RUNNING task is granted to may change its status
 (``intake``), so a worker that was cut off and comes back cannot overwrite the new owner's run.
+
+Like every rule, this one decides and the state writes (``set_lost_lease``, ``forget_failure``, ...).
 """
 
 from __future__ import annotations
@@ -29,27 +32,6 @@ from luigi.task_status import FAILED, PENDING, RUNNING
 RENEWABLE_STATUSES = (FAILED, PENDING)
 
 
-def mark_granted_ahead(state: SchedulerState, task: TaskRecord, worker_id: str) -> None:
-    """``task`` was granted to ``worker_id`` to start after the runs before it end."""
-    task.granted_ahead = True
-    state.worker(worker_id).ahead.append(task.id)
-
-
-def run_ended(state: SchedulerState, task: TaskRecord, worker_id: str) -> None:
-    """The worker reported how ``task`` ended: the next grant in its queue has started now."""
-    task.granted_ahead = False
-    worker = state.workers.get(worker_id)
-    if worker is None or not worker.ahead:
-        return
-    if task.id in worker.ahead:
-        worker.ahead.remove(task.id)
-    while worker.ahead:
-        queued = state.tasks.get(worker.ahead.pop(0))
-        if queued is not None and queued.granted_ahead and queued.worker_running == worker_id:
-            queued.granted_ahead = False
-            return
-
-
 def record_loss(
     state: SchedulerState, task: TaskRecord, worker_id: str, ahead: bool, failed_at: float | None
 ) -> None:
@@ -58,15 +40,13 @@ def record_loss(
     ``ahead``: the grant was marked as made ahead (put back to PENDING); ``failed_at``: the time of the
     failure the loss recorded (None: it recorded none).
     """
-    task.lost_lease = {"worker": worker_id, "ahead": ahead, "failed_at": failed_at}
-    state.mark_changed(task.id)
+    state.set_lost_lease(task, {"worker": worker_id, "ahead": ahead, "failed_at": failed_at})
 
 
 def forget_loss(state: SchedulerState, task: TaskRecord) -> None:
     """Someone reported a status for the task: a lost run's lease is over."""
     if task.lost_lease is not None:
-        task.lost_lease = None
-        state.mark_changed(task.id)
+        state.set_lost_lease(task, None)
 
 
 def check_held(state: SchedulerState, worker_id: str, held: list[str]) -> tuple[list[str], list[TaskRecord]]:
@@ -128,16 +108,11 @@ def renew(
     if task.remove is not None:
         state.set_removal(task, None)
     if lost.get("ahead"):
-        mark_granted_ahead(state, task, worker_id)
+        state.mark_granted_ahead(task, worker_id)
 
 
 def forget_loss_failure(state: SchedulerState, task: TaskRecord, lost: dict[str, Any]) -> None:
     """Take back the failure the loss recorded: the run did not fail, its worker was only out of touch."""
     failed_at = lost.get("failed_at")
-    if failed_at is None or failed_at not in task.failure_times:
-        return
-    times = task.failure_times
-    del times[len(times) - 1 - times[::-1].index(failed_at)]
-    if not times and task.first_failure_time == failed_at:
-        task.first_failure_time = None
-    state.mark_changed(task.id)
+    if failed_at is not None:
+        state.forget_failure(task, failed_at)
