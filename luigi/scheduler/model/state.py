@@ -592,7 +592,22 @@ class SchedulerState(LuigiStateNames):
         for task in self.tasks.values():
             task.unfinished_deps = sum(1 for dep_id in task.deps if not self.is_done(dep_id))
             self.refresh_ready(task)
+        self._rebuild_ahead_queues()
         self.to_recheck = set(self.tasks)
+
+    def _rebuild_ahead_queues(self) -> None:
+        """Each worker's grants made ahead, in the order granted (the time each was granted), from the
+        tasks' kept ``granted_ahead`` marks (a mark without a known runner is dropped)."""
+        for worker in self.workers.values():
+            worker.ahead = []
+        granted = []
+        for task in self.tasks.values():
+            task.granted_ahead = task.granted_ahead is True and task.worker_running in self.workers
+            if task.granted_ahead:
+                granted.append(task)
+        granted.sort(key=lambda task: task.time_running or 0.0)
+        for task in granted:
+            self.workers[str(task.worker_running)].ahead.append(task.id)
 
     def _index_restored_task(self, task: TaskRecord) -> None:
         task.workers = {w: None for w in task.workers if w in self.workers}

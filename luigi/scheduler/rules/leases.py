@@ -2,8 +2,9 @@
 
 Grants made ahead (``more_tasks``, or any grant of an ask with ``assume_done``) wait in the worker's queue
 until the run before them ends. Such a grant is marked until then; when its worker is lost, a marked grant
-was never started and goes back to PENDING instead of FAILED. The marks live in memory only: after a
-restart of luigid every RUNNING task counts as started (Luigi's behaviour).
+was never started and goes back to PENDING instead of FAILED. The marks are kept in the state (the task's
+``granted_ahead``; each worker's queue is rebuilt from them), so a restart of luigid or a standby's
+takeover keeps them.
 
 When prune fails a lost worker's run (or puts its grant back), the task remembers who lost it
 (``TaskRecord.lost_lease``, persisted) until anyone starts the task or reports another status for it. A
@@ -33,6 +34,7 @@ def mark_granted_ahead(state: SchedulerState, task: TaskRecord, worker_id: str) 
     """``task`` was granted to ``worker_id`` to start after the runs before it end."""
     task.granted_ahead = True
     state.worker(worker_id).ahead.append(task.id)
+    state.mark_changed(task.id)
 
 
 def run_ended(state: SchedulerState, task: TaskRecord, worker_id: str) -> None:
@@ -47,6 +49,7 @@ def run_ended(state: SchedulerState, task: TaskRecord, worker_id: str) -> None:
         queued = state.tasks.get(worker.ahead.pop(0))
         if queued is not None and queued.granted_ahead and queued.worker_running == worker_id:
             queued.granted_ahead = False
+            state.mark_changed(queued.id)
             return
 
 
