@@ -64,9 +64,7 @@ class SchedulerAddresses:
         with self._lock:
             if self.all[self._current] is past:
                 self._current = (self._current + 1) % len(self.all)
-                rpc_logger().info(
-                    "Scheduler %s %s; trying %s", past.url, why, self.all[self._current].url
-                )
+                rpc_logger().info("Scheduler %s %s; trying %s", past.url, why, self.all[self._current].url)
             return self.all[self._current]
 
 

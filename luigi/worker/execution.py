@@ -228,6 +228,7 @@ class InProcessRunner:
         self._window_lock = threading.Lock()
         self._cancel_at_start: dict[str, str] = {}  # granted ahead and cancelled: fails when it starts
         self._window_thread: int | None = None  # the thread inside the window, or None
+        self._raised = False  # cancel_run raised into the window's thread
         self._previous_wake: Any = None  # WAKE_SIGNAL's handler before ours, once ours is installed
         self._wake_installed = False
         self._ahead = ahead
@@ -321,11 +322,17 @@ class InProcessRunner:
             self._wake_installed = False
 
     def _close_window(self) -> None:
-        """End the window; an exception ``cancel_run`` raised that has not fired yet is dropped."""
-        with self._window_lock:
-            thread, self._window_thread = self._window_thread, None
-            if thread is not None:
-                _raise_in_thread(thread, None)
+        """End the window; an exception ``cancel_run`` raised that has not fired yet fires here and is
+        dropped. (Dropping it with ``PyThreadState_SetAsyncExc(thread, NULL)`` would leave CPython 3.11's
+        pending flag set for good, and the next profiler or tracer, coverage's included, then spins.)"""
+        try:
+            with self._window_lock:
+                self._window_thread = None
+                raised, self._raised = self._raised, False
+            if raised:
+                _let_pending_fire()
+        except TaskCancelled:
+            pass
 
     def _run_captured(self, process: TaskProcess, reporter: TaskStatusReporter) -> dict[str, Any] | None:
         """Run the task here, its output kept as the run's log when the scheduler keeps logs; returns the
@@ -367,6 +374,7 @@ class InProcessRunner:
             process_tree.kill_tree(None, tag)
             if thread is not None:
                 _raise_in_thread(thread, TaskCancelled)
+                self._raised = True
                 if self._wake_installed and thread == threading.main_thread().ident:
                     signal.pthread_kill(thread, WAKE_SIGNAL)
         return True
@@ -451,7 +459,13 @@ def _wake(signum: int, frame: Any) -> None:
     """WAKE_SIGNAL's handler: nothing to do; being run is what lets the pending exception fire."""
 
 
-def _raise_in_thread(thread: int, exception: type[BaseException] | None) -> None:
-    """Have ``exception`` raised in ``thread`` at its next Python instruction (None: drop a pending one)."""
-    what = ctypes.py_object(exception) if exception is not None else None
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), what)
+def _raise_in_thread(thread: int, exception: type[BaseException]) -> None:
+    """Have ``exception`` raised in ``thread`` at its next Python instruction."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), ctypes.py_object(exception))
+
+
+def _let_pending_fire() -> None:
+    """Give an exception raised into this thread its chance to fire: the interpreter checks for one at
+    backward jumps, so a short loop is enough."""
+    for _ in range(100):
+        pass
