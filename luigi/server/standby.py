@@ -15,13 +15,14 @@ so there are never two actives. The scheduler itself knows nothing of this: it h
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import contextlib
 import enum
 import html
 import json
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -83,8 +84,7 @@ class StandbyKeeper:
         self.takeovers = 0
         self.on_active: Callable[[], None] = _nothing
         self.on_standby: Callable[[], None] = _nothing
-        self._looking = False
-        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="luigid-lease")
+        self._looking = False  # a look waits for the database (its thread may hang while cut off)
         self._timers: list[tornado.ioloop.PeriodicCallback] = []
         self._last_error: str | None = None
 
@@ -111,9 +111,12 @@ class StandbyKeeper:
 
     def stop(self) -> None:
         """Stop looking; an active one lets its lease go so a standby takes over at its next look (call it
-        after the last state write)."""
+        after the last state write). While a look still waits for the database (cut off), nothing more is
+        asked of it: the lease runs out by itself and the look's thread ends with the process."""
         self.stop_looking()
-        self._pool.shutdown(wait=True)
+        if self._looking:
+            self.role = Role.STANDBY
+            return
         if self.role is Role.ACTIVE:
             self.lease.release()
         self.role = Role.STANDBY
@@ -128,7 +131,7 @@ class StandbyKeeper:
     async def _look(self) -> None:
         asked_at = self.clock()
         try:
-            view = await asyncio.get_running_loop().run_in_executor(self._pool, self.lease.take)
+            view = await _in_daemon_thread(self.lease.take)
         except Exception as exc:  # the database is out of reach: the local deadline decides meanwhile
             self._note_failure(exc)
             return
@@ -150,9 +153,17 @@ class StandbyKeeper:
             self._take_over()
 
     def _take_over(self) -> None:
-        """We hold the lease: load the state the last active one left, then answer as the active one."""
+        """We hold the lease: load the state the last active one left, then answer as the active one (if
+        it cannot be loaded, the lease is let go for another standby, and the next look tries again)."""
         started = self.clock()
-        self.scheduler.load()
+        try:
+            self.scheduler.load()
+        except Exception:  # whatever the store raised: this luigid must not serve a state it does not have
+            logger.exception(
+                "luigid %s took the lease but cannot load the state; letting it go", self.lease.holder
+            )
+            self.lease.release()
+            return
         self.role = Role.ACTIVE
         self.takeovers += 1
         logger.info(
@@ -269,3 +280,32 @@ def keeper_for(scheduler: Scheduler, store: SqlStore, address: str | None) -> St
 
 def _nothing() -> None:
     """No callback set."""
+
+
+def _in_daemon_thread(call: Callable[[], LeaseView]) -> asyncio.Future[LeaseView]:
+    """``call()`` on a daemon thread of its own, its outcome in a future of the running loop.
+
+    Not an executor: a look cut off from the database may hang for as long as TCP lets it, and must
+    neither hold up luigid's exit nor the looks after it is given up."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[LeaseView] = loop.create_future()
+
+    def settle(result: LeaseView | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            assert result is not None
+            future.set_result(result)
+
+    def run() -> None:
+        try:
+            outcome: tuple[LeaseView | None, BaseException | None] = (call(), None)
+        except Exception as exc:  # handed to the loop, which logs it
+            outcome = (None, exc)
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits any more
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    threading.Thread(target=run, name="luigid-lease", daemon=True).start()
+    return future

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 from helpers.luigid import LuigidProcess, running_luigid, wait_until
 from helpers.postgres import fresh_schema, require_postgres
+from helpers.tcp_proxy import TcpProxy
 from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 from luigi.server import VISUALISER_PATH
 
@@ -117,3 +119,39 @@ def test_an_active_luigid_whose_lease_was_taken_stops_answering_as_active(tmp_pa
         refused = only.probe().call("add_task", {"worker": "w", "task_id": "A", "status": "PENDING"})
     assert refused.status == 503 and refused.json()["active"] == "http://elsewhere:8082/"
     assert "is a standby now" in only.logs()
+
+
+def test_an_active_luigid_cut_off_from_the_database_steps_down_before_the_standby_takes_over(
+    tmp_path, state_url
+):
+    parsed = make_url(state_url)
+    with TcpProxy(parsed.port or 5432).running() as proxy:
+        through_proxy = parsed.set(port=proxy.port).render_as_string(hide_password=False)
+        (tmp_path / "a").mkdir()
+        (tmp_path / "b").mkdir()
+        with running_luigid(tmp_path / "a", config=config_for(through_proxy)) as cut:
+            wait_until(lambda: role(cut) == "active", 20, "the first luigid to be active")
+            with running_luigid(tmp_path / "b", config=config_for(state_url)) as standby:
+                wait_until(lambda: role(standby) == "standby", 20, "the second luigid to be a standby")
+                proxy.blackhole()  # the active one's database connections go silent
+                blackholed = time.monotonic()
+                both_active = []
+                stepped_down = None
+
+                def took_over() -> bool:
+                    nonlocal stepped_down
+                    roles = (role(cut), role(standby))
+                    both_active.extend([roles] if roles == ("active", "active") else [])
+                    if stepped_down is None and roles[0] != "active":
+                        stepped_down = time.monotonic() - blackholed
+                    return roles[1] == "active"
+
+                wait_until(took_over, TAKEOVER_PROMISE, "the standby to take over")
+                took = time.monotonic() - blackholed
+                proxy.restore()
+                wait_until(lambda: role(cut) == "standby", 20, "the cut-off luigid to answer as a standby")
+                logs = cut.logs()
+    assert both_active == []
+    assert stepped_down is not None and stepped_down < took
+    assert took < TAKEOVER_PROMISE
+    assert "its lease could not be renewed in time" in logs
