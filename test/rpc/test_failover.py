@@ -73,6 +73,7 @@ def test_with_one_url_a_standby_is_retried_and_then_refused_as_any_503_is():
         sch = client(standby.url, retry_attempts=2)
         with pytest.raises(RPCError) as raised:
             sch.ping(worker="w")
+        sch.close()
     assert raised.value.status == 503
     assert len(standby.requests) == 2  # the two attempts, to the one URL: no failover with one
 
@@ -82,6 +83,7 @@ def test_when_every_luigid_is_a_standby_the_attempt_fails_and_is_retried_as_an_o
         sch = client(first.url, second.url, retry_attempts=2)
         with pytest.raises(RPCError, match="standby") as raised:
             sch.ping(worker="w")
+        sch.close()
     assert raised.value.status == 503
     assert len(first.requests) + len(second.requests) == 4  # each attempt asked both
 
