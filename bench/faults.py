@@ -3,7 +3,9 @@
 Each seed runs a pipeline of a few hundred 20-200 ms tasks on three worker processes (two slots each)
 against a real luigid, under seeded faults (see ``test/faults/runner.py``), then prints one line per
 seed and a table: faults injected by kind, reruns a fault explains by kind, reruns nothing explains
-(must be 0), tasks lost (must be 0). Exits 1 if any seed showed a defect.
+(must be 0), tasks lost (must be 0). Exits 1 if any seed showed a defect. With a PostgreSQL test server
+(``--standby``, by default when one answers), two luigids share each seed's state, active and standby,
+and ``kill -9`` of the active one (a standby must take over within 15 s) is one more fault kind.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
 
 from faults import injectors  # noqa: E402
 from faults.runner import Result, run_faults  # noqa: E402
+from helpers.postgres import fresh_schema, postgres_url  # noqa: E402
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -42,6 +45,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--disk", choices=("auto", "yes", "no"), default="auto", help="include the full tmpfs (root only)"
     )
+    parser.add_argument(
+        "--standby",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="two luigids on a PostgreSQL state, and the takeover fault (needs the test server)",
+    )
     return parser.parse_args(argv)
 
 
@@ -60,6 +69,8 @@ def _print_seed(result: Result) -> None:
     if causes or stale:
         held = f"; by a grant held across a cut-off: {stale}" if stale else ""
         print(f"    reruns by cause: {causes}{held}")
+    if result.takeovers:
+        print(f"    standby took over after {', '.join(f'{t:.1f}' for t in result.takeovers)} s", flush=True)
     for fault in result.faults:
         if "failed starts" in fault.note:
             print(f"    luigid {fault.note}", flush=True)
@@ -102,6 +113,18 @@ def _had_disk(result: Result) -> bool:
     return any(fault.kind == injectors.DISK_FULL for fault in result.faults)
 
 
+def _run_seed(
+    workdir: Path, seed: int, args: argparse.Namespace, kinds: tuple[str, ...], disk: bool, pg_url: str | None
+) -> Result:
+    """One seed; with ``pg_url``, on a fresh schema of it shared by two luigids."""
+    if pg_url is None:
+        return run_faults(workdir, seed, args.tasks, args.workers, kinds, args.faults, disk=disk)
+    with fresh_schema(pg_url) as state_url:
+        return run_faults(
+            workdir, seed, args.tasks, args.workers, kinds, args.faults, disk, state_url=state_url
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
     why_not = injectors.can_mount_tmpfs() if args.disk != "no" else "not asked for"
@@ -113,12 +136,20 @@ def main(argv: list[str] | None = None) -> int:
     kinds = injectors.BUILT_KINDS + ((injectors.DISK_FULL,) if not why_not else ())
     if why_not and args.disk == "auto":
         print(f"(no full-disk faults: {why_not})", flush=True)
+    pg_url = postgres_url() if args.standby != "no" else None
+    if args.standby == "yes" and pg_url is None:
+        print("--standby yes: no PostgreSQL answers (scripts/start-postgres.sh)", file=sys.stderr)
+        return 2
+    if pg_url is not None:
+        kinds += (injectors.TAKEOVER,)
+    elif args.standby == "auto":
+        print("(no standby takeovers: no PostgreSQL test server answers)", flush=True)
     results = []
     crashed = []
     for seed in args.seeds:
         workdir = Path(tempfile.mkdtemp(prefix=f"faults-{seed}-"))
         try:
-            result = run_faults(workdir, seed, args.tasks, args.workers, kinds, args.faults, disk=not why_not)
+            result = _run_seed(workdir, seed, args, kinds, disk=not why_not, pg_url=pg_url)
         except Exception as exc:  # a run that could not finish is reported, and the next seed goes on
             print(f"seed {seed:3d}: the run broke off: {exc}; kept {workdir}", flush=True)
             crashed.append(seed)

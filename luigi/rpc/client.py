@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from luigi.rpc.address import SchedulerAddress, parse_scheduler_url
+from luigi.rpc.address import SchedulerAddress
 from luigi.rpc.calls import (
     BATCH_URL_SUFFIX,
     BUFFERABLE_METHODS,
@@ -45,6 +45,7 @@ from luigi.rpc.errors import (
     summarise,
     undelivered,
 )
+from luigi.rpc.failover import SchedulerAddresses, split_scheduler_urls
 from luigi.rpc.fetchers import class_probe
 from luigi.rpc.hooks import fetcher_class, logger, rpc_logger
 from luigi.rpc.layers import LuigiLayers
@@ -101,9 +102,9 @@ class RemoteScheduler(LuigiLayers):
         rng: random.Random | None = None,
     ) -> None:
         options = ClientOptions.resolve(connect_timeout, retry_attempts, retry_wait, log_retries, auth_token)
-        self._address: SchedulerAddress = parse_scheduler_url(url)
-        self._url = url.strip().rstrip("/")
-        self._shown_url = self._address.url.rstrip("/")
+        self._addresses = SchedulerAddresses.parse(url)
+        self._url = split_scheduler_urls(url)[0].rstrip("/")  # Luigi's layers reach the first one only
+        self._shown_url = self._addresses.shown
         self._connect_timeout = options.connect_timeout
         self._rpc_retry_attempts = options.retry_attempts
         self._rpc_retry_wait = _whole_if_integral(options.retry_wait)
@@ -120,7 +121,7 @@ class RemoteScheduler(LuigiLayers):
             clock=clock if clock is not None else time.monotonic,
             rng=rng if rng is not None else random.Random(),
         )
-        self._wire = Wire(self._address, self._retry, request_headers(self._address, options.auth_token))
+        self._wire = Wire(self._addresses, self._retry, request_headers(self._address, options.auth_token))
         self._batch_size = int(batch_size)
         self._batching = self._batch_size > 1
         # Held calls the scheduler never answered are kept and resent with the next call (instead of
@@ -151,7 +152,13 @@ class RemoteScheduler(LuigiLayers):
         def __getattr__(self, name: str) -> Any: ...  # the other RPC methods
 
     def __repr__(self) -> str:
-        return f"RemoteScheduler({self._address.url!r})"
+        shown = self._address.url if len(self._addresses) == 1 else self._shown_url
+        return f"RemoteScheduler({shown!r})"
+
+    @property
+    def _address(self) -> SchedulerAddress:
+        """The scheduler followed now (one of several luigids on a shared state: ``rpc.failover``)."""
+        return self._addresses.current
 
     # -- public ---------------------------------------------------------------------------------------
 

@@ -56,6 +56,7 @@ class KeepAliveConnection:
         self._used = False  # whether the open socket has already carried a full exchange
         self._sent: tuple[bytes, bool] | None = None  # the request awaiting its answer; on a reused socket?
         self._channel: tuple[str, dict[str, str]] | None = None  # the upgrade each socket is asked for
+        self._channel_wanted: tuple[str, dict[str, str]] | None = None  # as the client asked it
         self._asked = False  # whether the open socket was asked to switch to the channel
         self.on_channel = False  # whether the open socket switched
 
@@ -65,7 +66,26 @@ class KeepAliveConnection:
         Only for a server known to be one of ours; a server that does not switch answers the ``GET``
         otherwise, and then no socket is asked again. On the channel, requests must have JSON bodies.
         """
-        self._channel = (path, headers)
+        self._channel = self._channel_wanted = (path, headers)
+
+    @property
+    def address(self) -> SchedulerAddress:
+        """The scheduler this connection talks to."""
+        return self._address
+
+    def follow(self, address: SchedulerAddress) -> None:
+        """Talk to ``address`` from the next request on (another luigid of the same state took over);
+        the channel, if asked for, is asked of it again under its own mount point."""
+        if address is self._address:
+            return
+        old, self._address = self._address, address
+        self.close()
+        self._host_header = ""
+        if self._channel_wanted is not None:
+            path, headers = self._channel_wanted
+            if path.startswith(old.base_path):
+                path = address.base_path + path[len(old.base_path) :]
+            self.ask_for_channel(path, headers)
 
     def set_timeout(self, timeout: float | None) -> None:
         """Use ``timeout`` from now on, on the open socket too."""

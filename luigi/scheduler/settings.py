@@ -68,6 +68,7 @@ _OPTION_KINDS: dict[str, str] = {
     "worker_disconnect_delay": "float",
     "state_path": "str",
     "state_url": "str?",
+    "public_url": "str?",
     "batch_emails": "bool",
     "disable_window": "int",
     "retry_count": "int",
@@ -106,6 +107,8 @@ class SchedulerConfig:
     worker_disconnect_delay: float = 60.0
     state_path: str = "/var/lib/luigi-server/state.pickle"
     state_url: str | None = None  # a SQLAlchemy URL for the state; overrides state_path (ours, not Luigi's)
+    # the URL workers reach this luigid at, which a standby names for the active one (ours, not Luigi's)
+    public_url: str | None = None
     batch_emails: bool = False
     disable_window: int = 3600
     retry_count: int = 999999999

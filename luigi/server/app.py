@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 import tornado.web
@@ -40,6 +41,9 @@ class LuigidApplication(tornado.web.Application):
     def __init__(self, channels: Channels, routes: list[Any], **settings: Any) -> None:
         super().__init__(routes, **settings)
         self.channels = channels
+        # Asked before any route once the guard let a request through: another answer, or None (a
+        # standby's, ``luigi.server.standby``; the server sets it).
+        self.gate: Callable[[httputil.HTTPServerRequest], httputil.HTTPMessageDelegate | None] | None = None
 
     def find_handler(  # type: ignore[override]  # a refusal is a plain delegate, not a handler's
         self, request: httputil.HTTPServerRequest, **kwargs: Any
@@ -50,6 +54,10 @@ class LuigidApplication(tornado.web.Application):
         )
         if refused is not None:
             return Refused(request, settings, refused)
+        if self.gate is not None:
+            instead = self.gate(request)
+            if instead is not None:
+                return instead
         return super().find_handler(request, **kwargs)
 
 

@@ -14,6 +14,7 @@ import signal
 import socket
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import tornado.httpserver
@@ -21,7 +22,7 @@ import tornado.ioloop
 import tornado.netutil
 
 from luigi.server import dispatch, store_health
-from luigi.server.app import app
+from luigi.server.app import STATIC_DIR, LuigidApplication, app
 from luigi.server.channel import Channels
 from luigi.server.guard import HostPolicy
 from luigi.server.handlers import VISUALISER_PATH
@@ -30,8 +31,10 @@ from luigi.server.settings import ServerSettings
 from luigi.server.tracing import RpcSpans
 
 if TYPE_CHECKING:
+    from luigi.scheduler.store.sql import SqlStore
     from luigi.schedules import ScheduleService
     from luigi.schedules.backfill_service import BackfillService
+    from luigi.server.standby import StandbyKeeper
 
 __all__ = ["DEFAULT_ADDRESS", "DEFAULT_PORT", "CannotListenError", "SchedulerServer", "run", "stop"]
 
@@ -74,8 +77,10 @@ class SchedulerServer:
         unix_socket: str | None = None,
         schedules: ScheduleService | None = None,
         backfills: BackfillService | None = None,
+        keeper: StandbyKeeper | None = None,
     ) -> None:
         self.scheduler = scheduler
+        self.keeper = keeper  # on a shared PostgreSQL state: whether we are the active luigid (None: always)
         self.schedules = schedules  # started once listening, stopped first on the way down
         self.backfills = backfills  # the same
         self.settings = settings if settings is not None else ServerSettings.from_config()
@@ -89,6 +94,7 @@ class SchedulerServer:
         self._stop_requested = False
         self.channels: Channels | None = None  # the RPC channels, while serving
         self._fold_failure: str | None = None  # the last checkpoint's error, to log each one once
+        self._services_started = False  # the schedules and backfills
 
     def bind(self) -> None:
         """Open the listening sockets (before serving, so a busy port fails fast); CannotListenError."""
@@ -139,6 +145,8 @@ class SchedulerServer:
         application = app(self.scheduler, self.settings, hosts)
         channels = self.channels = application.channels
         channels.after_answers = self._checkpoint_if_due
+        if self.keeper is not None:
+            self._gate_for_standby(application)
         http = tornado.httpserver.HTTPServer(application, max_body_size=self.settings.connection_body_limit)
         http.add_sockets(self.sockets)
         pruning = tornado.ioloop.PeriodicCallback(self._prune, self.settings.prune_interval * 1000.0)
@@ -151,13 +159,15 @@ class SchedulerServer:
         handled = self._install_signal_handlers()
         logger.info("luigid listening on %s; visualiser at %s", self.where(), self._visualiser_url())
         self.ready.set()
-        if self.schedules is not None:
-            self.schedules.start(self.scheduler_url())
-        if self.backfills is not None:
-            self.backfills.start(self.scheduler_url())
+        if self.keeper is None:
+            self._start_services()
+        else:
+            self.keeper.start()  # the services start once it is the active luigid
         try:
             await self._stopping.wait()
         finally:
+            if self.keeper is not None:
+                self.keeper.stop_looking()
             if self.schedules is not None:  # while still serving: the stopped runs report to us
                 await self.schedules.stop()
             if self.backfills is not None:
@@ -175,6 +185,31 @@ class SchedulerServer:
             self.ready.clear()
             logger.info("luigid stopped listening on %s", self.where())
 
+    def _start_services(self) -> None:
+        """Start the schedules and backfills (once: a luigid that takes over twice starts them once)."""
+        if self._services_started:
+            return
+        self._services_started = True
+        if self.schedules is not None:
+            self.schedules.start(self.scheduler_url())
+        if self.backfills is not None:
+            self.backfills.start(self.scheduler_url())
+
+    def _gate_for_standby(self, application: LuigidApplication) -> None:
+        """While not the active luigid: API calls answered 503, the visualiser with a banner, no timers."""
+        from luigi.server.standby import StandbyGate
+
+        keeper = self.keeper
+        assert keeper is not None
+        page = Path(STATIC_DIR) / "visualiser" / "index.html"
+        application.gate = StandbyGate(keeper, self.settings, page)
+        keeper.on_active = self._start_services
+        keeper.on_standby = application.channels.close_all
+
+    def _holds_state(self) -> bool:
+        """Whether this luigid's state is the one to prune and save (not a standby's stale copy)."""
+        return self.keeper is None or self.keeper.active
+
     def stop(self) -> None:
         """Ask ``serve()`` to finish; safe from any thread and from signal handlers."""
         self._stop_requested = True
@@ -186,6 +221,8 @@ class SchedulerServer:
     def _prune(self) -> None:
         if self.channels is not None:
             self.channels.close_idle()
+        if not self._holds_state():
+            return
         try:
             self.scheduler.prune()
         except Exception:  # pruning runs again next interval; one failure must not stop the timer
@@ -194,6 +231,8 @@ class SchedulerServer:
 
     def _prune_if_due(self) -> None:
         """Between the periodic prunes: apply a deadline as soon as it comes (a silent worker, a retry)."""
+        if not self._holds_state():
+            return
         try:
             pruned = self.scheduler.prune_if_due()
         except Exception:  # the next tick tries again; one failure must not stop the timer
@@ -216,6 +255,8 @@ class SchedulerServer:
         A failure loses nothing (the journal keeps the rows) and is retried next time; it is logged
         when it first happens or changes, not five times a second.
         """
+        if not self._holds_state():
+            return
         try:
             if due_only:
                 self.scheduler.checkpoint(due_only=True)
@@ -271,11 +312,12 @@ def run(
     calls its ``dump()`` and ``close()``.
     """
     global _current
-    schedules = backfills = None
+    schedules = backfills = keeper = store = None
     if scheduler is None:
         schedules = configured_schedules()  # a bad [schedule:<name>] section stops us before anything
         backfills = configured_backfills()
-        scheduler = durable_scheduler(schedules, backfills)
+        store = configured_store()
+        scheduler = durable_scheduler(schedules, backfills, store)
     server = SchedulerServer(
         scheduler,
         settings,
@@ -289,7 +331,9 @@ def run(
     _current = server
     dispatch.rpc_spans = RpcSpans.configured()
     try:
-        if load:
+        if store is not None:
+            keeper = server.keeper = standby_keeper(scheduler, store, server)
+        if load and keeper is None:  # a keeper loads the state when it takes the lease
             _run_hook(scheduler.load, reraise=True)  # a store that cannot be used is fatal: say so now
         if schedules is not None:
             schedules.open()
@@ -301,6 +345,8 @@ def run(
         dispatch.rpc_spans = None
         server.close_sockets()
         _run_hook(scheduler.dump)
+        if keeper is not None:
+            keeper.stop()  # after the last write: a standby may take over at once
         _run_hook(scheduler.close)
         if schedules is not None:
             schedules.close()
@@ -309,22 +355,47 @@ def run(
 
 
 def durable_scheduler(
-    schedules: ScheduleService | None = None, backfills: BackfillService | None = None
+    schedules: ScheduleService | None = None,
+    backfills: BackfillService | None = None,
+    store: SqlStore | None = None,
 ) -> ServedScheduler:
-    """The scheduler ``luigid`` serves: server mode, state kept in the store ``[scheduler]`` names."""
+    """The scheduler ``luigid`` serves: server mode, state kept in ``store`` (by default the one
+    ``[scheduler]`` names)."""
     from luigi.scheduler import Scheduler
     from luigi.scheduler.settings import SchedulerConfig
-    from luigi.scheduler.store import open_store_from_config
     from luigi.scheduler.store.task_logs import open_task_logs_from_config
 
     config = SchedulerConfig.from_config()
     return Scheduler(
         config,
-        store=open_store_from_config(config=config),
+        store=store if store is not None else configured_store(),
         task_logs=open_task_logs_from_config(config),
         schedules=schedules,
         backfills=backfills,
     )
+
+
+def configured_store() -> SqlStore:
+    """The state store ``[scheduler]`` names (opened at its first use)."""
+    from luigi.scheduler.settings import SchedulerConfig
+    from luigi.scheduler.store import open_store_from_config
+
+    return open_store_from_config(config=SchedulerConfig.from_config())
+
+
+def standby_keeper(
+    scheduler: ServedScheduler, store: SqlStore, server: SchedulerServer
+) -> StandbyKeeper | None:
+    """The lease keeper when the state is in PostgreSQL (several luigids may share it), else None.
+
+    It names this luigid by ``[scheduler] public_url``, else the URL it listens at."""
+    from luigi.scheduler.settings import SchedulerConfig
+    from luigi.server.standby import keeper_for
+
+    if store.path is not None:  # a SQLite file belongs to one luigid
+        return None
+    address = SchedulerConfig.from_config().public_url or server.scheduler_url()
+    return keeper_for(scheduler, store, address)
 
 
 def configured_backfills() -> BackfillService:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from helpers.luigid import wait_until
 from helpers.tcp_proxy import TcpProxy
 
 from faults.processes import DISCONNECT_DELAY, Luigid, WorkerSeat
@@ -30,11 +31,13 @@ TERM_WORKER = "SIGTERM worker"
 PROXY_DROP = "proxy drop"
 PROXY_BLACKHOLE = "proxy blackhole"
 DISK_FULL = "state disk full"
+TAKEOVER = "kill -9 active luigid, standby takes over"
 
 RESTART_PATIENCE = 60.0  # how long luigid may keep failing to start before the run gives up
+TAKEOVER_PATIENCE = 15.0  # the promise: a standby answers as the active one this soon after the kill
 
 BUILT_KINDS = (KILL_LUIGID, KILL_WORKER, KILL_SLOT, STOP_WORKER, TERM_WORKER, PROXY_DROP, PROXY_BLACKHOLE)
-ALL_KINDS = (*BUILT_KINDS, DISK_FULL)
+ALL_KINDS = (*BUILT_KINDS, DISK_FULL, TAKEOVER)
 # the faults that cut a process off its task: a rerun of a task its victim ran is explained
 CUTTING = {KILL_WORKER, KILL_SLOT, STOP_WORKER, TERM_WORKER, PROXY_DROP, PROXY_BLACKHOLE}
 # the cutting faults whose victim lives on: it may still run a task granted before it was cut off
@@ -70,6 +73,12 @@ class Rig:
     disk: Path | None
     running_slots: Callable[[], list[tuple[int, int]]]  # (slot pid, seat) of tasks running now
     filler: list[Path] = field(default_factory=list)
+    standbys: list[Luigid] = field(default_factory=list)  # the other luigids on luigid's PostgreSQL state
+    takeovers: list[float] = field(default_factory=list)  # seconds from each kill to an active one answering
+
+    @property
+    def luigids(self) -> list[Luigid]:
+        return [self.luigid, *self.standbys]
 
 
 def begin(kind: str, rig: Rig, rng: random.Random) -> Fault | None:
@@ -112,6 +121,35 @@ def _restart_luigid(fault: Fault, rig: Rig) -> None:
             if time.monotonic() > deadline:
                 raise
     fault.note = f"restarted as pid {rig.luigid.pid}" + (f" after {failed} failed starts" if failed else "")
+
+
+def _kill_active_luigid(rig: Rig, rng: random.Random) -> Fault | None:
+    """``kill -9`` the luigid that answers as the active one; a standby must take over (within 15 s)."""
+    active = [luigid for luigid in rig.luigids if luigid.answers_as() == "active"]
+    if not active or not rig.standbys:
+        return None
+    victim = active[0]
+    fault = Fault(TAKEOVER, time.time(), 0.0, pid=victim.pid)
+    killed = time.monotonic()
+    victim.kill()
+    fault.note = f"killed {victim.name}"
+    survivors = [luigid for luigid in rig.luigids if luigid is not victim]
+    taker = wait_until(
+        lambda: next((luigid for luigid in survivors if luigid.answers_as() == "active"), None),
+        TAKEOVER_PATIENCE,
+        "a standby luigid to take over",
+    )
+    rig.takeovers.append(time.monotonic() - killed)
+    fault.note += f"; {taker.name} active after {rig.takeovers[-1]:.1f} s"
+    return fault
+
+
+def _restart_as_standby(fault: Fault, rig: Rig) -> None:
+    """Start the killed luigid again: it must come back as a standby (the lease is someone else's)."""
+    victim = next(luigid for luigid in rig.luigids if luigid.process is not None and luigid.pid == fault.pid)
+    victim.start()
+    role = wait_until(victim.answers_as, RESTART_PATIENCE, f"{victim.name} to answer after its restart")
+    fault.note += f"; {victim.name} restarted as pid {victim.pid}, answering as {role}"
 
 
 def _signal_worker(kind: str, signum: int, hold: float) -> Callable[[Rig, random.Random], Fault | None]:
@@ -195,6 +233,7 @@ _BEGIN: dict[str, Callable[[Rig, random.Random], Fault | None]] = {
     PROXY_DROP: _proxy_drop,
     PROXY_BLACKHOLE: _proxy_blackhole,
     DISK_FULL: _fill_disk,
+    TAKEOVER: _kill_active_luigid,
 }
 _END: dict[str, Callable[[Fault, Rig], None]] = {
     KILL_LUIGID: _restart_luigid,
@@ -202,6 +241,7 @@ _END: dict[str, Callable[[Fault, Rig], None]] = {
     PROXY_DROP: _restore_proxy,
     PROXY_BLACKHOLE: _restore_proxy,
     DISK_FULL: _free_disk,
+    TAKEOVER: _restart_as_standby,
 }
 
 

@@ -1,5 +1,6 @@
-"""The real processes of a fault run: one ``luigid`` that can be killed and restarted on its port and state,
-and the ``luigi`` worker processes a supervisor keeps alive until the pipeline is done.
+"""The real processes of a fault run: a ``luigid`` that can be killed and restarted on its port and state
+(two on one PostgreSQL state, active and standby, when ``state_url`` is given), and the ``luigi`` worker
+processes a supervisor keeps alive until the pipeline is done.
 """
 
 from __future__ import annotations
@@ -45,13 +46,29 @@ scheduler_unreachable_timeout = 300
 
 @dataclass
 class Luigid:
-    """A ``luigid`` on a fixed port and state path, started again after each kill."""
+    """A ``luigid`` on a fixed port and state path (or ``state_url``), started again after each kill."""
 
     workdir: Path
     state_dir: Path
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
+    state_url: str | None = None  # a PostgreSQL state shared with other luigids (one active, standbys)
+    name: str = "luigid"  # of its log files: <name>-<start>.log
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def answers_as(self) -> str | None:
+        """``active`` or ``standby`` by how it answers an API call now (None: it does not answer)."""
+        try:
+            reply = HttpProbe(port=self.port).call("is_paused")
+        except OSError:
+            return None
+        if reply.status == 200:
+            return "active"
+        return "standby" if reply.status == 503 and reply.json().get("standby") else None
 
     @property
     def pid(self) -> int:
@@ -61,10 +78,13 @@ class Luigid:
     def start(self, wait: bool = True) -> None:
         """Start it (again) and, with ``wait``, wait until ``HEAD /`` answers."""
         self.starts += 1
-        log = (self.workdir / f"luigid-{self.starts}.log").open("wb")
-        state = self.state_dir / "luigid-state.db"
+        log = (self.workdir / f"{self.name}-{self.starts}.log").open("wb")
+        state = self.state_dir / f"{self.name}-state.db"
         argv = [str(LUIGID), "--port", str(self.port), "--state-path", str(state)]
-        env = luigid_env(self.workdir, LUIGID_CONFIG)
+        config = LUIGID_CONFIG
+        if self.state_url is not None:
+            config += f"state_url = {self.state_url.replace('%', '%%')}\n"
+        env = luigid_env(self.workdir, config)
         self.process = subprocess.Popen(argv, cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         if not wait:

@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+from helpers.luigid import wait_until
 from helpers.tcp_proxy import TcpProxy
 
 from faults import analysis, injectors, pipeline
 from faults.injectors import BUILT_KINDS, Fault, Rig
-from faults.processes import Luigid, WorkerSeat
+from faults.processes import START_TIMEOUT, Luigid, WorkerSeat
 
 TICK = 0.05  # the supervisor's pace
 # how long a fault waits for a victim (a busy slot, a live worker) before it is skipped
@@ -49,6 +50,7 @@ class Result:
     orphans: list[int] = field(default_factory=list)
     lingering: list[int] = field(default_factory=list)
     seconds: float = 0.0
+    takeovers: list[float] = field(default_factory=list)  # seconds from a kill to a standby answering
 
     def memory_ok(self) -> bool:
         """luigid's memory back near its baseline: at most double it, or 64 MiB more, whichever is larger."""
@@ -88,19 +90,28 @@ def run_faults(
     faults: int = 8,
     disk: bool = False,
     deadline: float = 300.0,
+    state_url: str | None = None,
 ) -> Result:
-    """Run the pipeline under seeded faults in ``workdir`` and judge what happened."""
+    """Run the pipeline under seeded faults in ``workdir`` and judge what happened.
+
+    With ``state_url`` (PostgreSQL), two luigids share that state, one active and one standby, and every
+    worker is given both URLs."""
     rng = random.Random(seed)
     pipeline.write_pipeline(workdir, tasks, seed)
     result = Result(seed, tasks)
     began = time.monotonic()
     with _state_dir(workdir, disk) as state_dir:
-        luigid = Luigid(workdir, state_dir)
+        luigid = Luigid(workdir, state_dir, state_url=state_url)
+        standbys = [Luigid(workdir, state_dir, state_url=state_url, name="luigid-b")] if state_url else []
         luigid.start()
         try:
+            if standbys:
+                wait_until(lambda: luigid.answers_as() == "active", START_TIMEOUT, "luigid to be active")
+            for standby in standbys:
+                standby.start()
             result.rss_baseline = luigid.rss()
             with TcpProxy(luigid.port).running() as proxy:
-                rig = _rig(workdir, luigid, proxy, seats, state_dir if disk else None)
+                rig = _rig(workdir, luigid, proxy, seats, state_dir if disk else None, standbys)
                 try:
                     _supervise(workdir, rig, _Plan.draw(rng, kinds, faults), rng, result, began + deadline)
                     result.lingering = _wait_workers_leave(rig)
@@ -108,8 +119,10 @@ def run_faults(
                 finally:
                     _end_everything(rig)
         finally:
-            luigid.stop()
+            for each in (luigid, *standbys):
+                each.stop()
     _judge(workdir, rig, result)
+    result.takeovers = rig.takeovers
     result.seconds = time.monotonic() - began
     return result
 
@@ -128,10 +141,13 @@ def _state_dir(workdir: Path, disk: bool) -> Iterator[Path]:
         injectors.unmount(state_dir)
 
 
-def _rig(workdir: Path, luigid: Luigid, proxy: TcpProxy, seats: int, disk: Path | None) -> Rig:
-    urls = [f"http://127.0.0.1:{proxy.port}/"] + [f"http://127.0.0.1:{luigid.port}/"] * (seats - 1)
+def _rig(
+    workdir: Path, luigid: Luigid, proxy: TcpProxy, seats: int, disk: Path | None, standbys: list[Luigid]
+) -> Rig:
+    urls = [f"http://127.0.0.1:{proxy.port}/"] + [luigid.url] * (seats - 1)
+    urls = [",".join([url, *(standby.url for standby in standbys)]) for url in urls]
     workers = [WorkerSeat(index, url, workdir) for index, url in enumerate(urls)]
-    rig = Rig(luigid, workers, proxy, disk, lambda: _running_slots(workdir, workers))
+    rig = Rig(luigid, workers, proxy, disk, lambda: _running_slots(workdir, workers), standbys=standbys)
     for seat in workers:
         seat.start()
     return rig

@@ -133,6 +133,12 @@ def test_a_luigid_kill_explains_no_rerun():
     assert verdict.reruns == 1 and len(verdict.unexplained) == 1
 
 
+def test_a_takeover_by_a_standby_luigid_explains_no_rerun():
+    runs = [_run(101, WORKER_A, 10.0), _run(201, WORKER_B, 14.0)]
+    verdict = analysis.judge(runs, [_fault(injectors.TAKEOVER, 11.0, pid=1)], SEATS, missing=[])
+    assert verdict.reruns == 1 and len(verdict.unexplained) == 1
+
+
 def test_a_kill_of_the_slot_that_ran_it_explains_the_rerun_and_a_kill_of_another_does_not():
     runs = [_run(101, WORKER_A, 10.0), _run(201, WORKER_B, 14.0)]
     explained = analysis.judge(runs, [_fault(injectors.KILL_SLOT, 10.1, pid=101)], SEATS, missing=[])

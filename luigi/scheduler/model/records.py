@@ -69,11 +69,13 @@ class TaskRecord:
     # when an operator asked to cancel its run (``cancel_task``): kept while it runs and once it FAILED, so
     # the failure is not retried until forgiven; any other status clears it (``SchedulerState``)
     cancel_requested: float | None = None
+    # granted to start after its worker's current run (``rules.leases``); kept, so that a restart or a
+    # standby's takeover still puts such a grant back to PENDING when its worker is lost
+    granted_ahead: bool = False
     # derived: rebuilt from the fields above
     unfinished_deps: int = 0
     resource_key: ResourceKey = ()
     pretty_cache: str | None = None
-    granted_ahead: bool = False  # granted to start after its worker's current run (``rules.leases``)
 
     def set_params(self, params: dict[str, Any] | None) -> None:
         """Replace the parameters (the display name follows)."""
@@ -137,7 +139,8 @@ class WorkerRecord:
     pending_counts: dict[str, list[int]] = field(
         default_factory=lambda: {status: [0, 0, 0] for status in COUNTED_STATUSES}
     )
-    ahead: list[str] = field(default_factory=list)  # its grants made ahead, in order (``rules.leases``)
+    # its grants made ahead, in order (``rules.leases``): rebuilt from the tasks' ``granted_ahead``
+    ahead: list[str] = field(default_factory=list)
 
     @property
     def enabled(self) -> bool:

@@ -411,10 +411,11 @@ class SchedulerState(LuigiStateNames):
     # -- leases (``rules.leases`` says when) --------------------------------------------------------------
 
     def mark_granted_ahead(self, task: TaskRecord, worker_id: str) -> None:
-        """``task`` was granted to ``worker_id`` to start after the runs before it end (memory only: after
-        a restart every RUNNING task counts as started, so nothing is marked for the store)."""
+        """``task`` was granted to ``worker_id`` to start after the runs before it end (kept in the store:
+        a restart or a standby's takeover rebuilds the worker's queue from the marks)."""
         task.granted_ahead = True
         self.worker(worker_id).ahead.append(task.id)
+        self.mark_changed(task.id)
 
     def start_next_ahead(self, task: TaskRecord, worker_id: str) -> None:
         """``worker_id``'s run of ``task`` ended: the next of its grants made ahead has started now.
@@ -432,6 +433,7 @@ class SchedulerState(LuigiStateNames):
             queued = self.tasks.get(queue.pop(0))
             if queued is not None and queued.granted_ahead and queued.worker_running == worker_id:
                 queued.granted_ahead = False
+                self.mark_changed(queued.id)
                 return
 
     def set_lost_lease(self, task: TaskRecord, lease: dict[str, Any] | None) -> None:
@@ -633,7 +635,22 @@ class SchedulerState(LuigiStateNames):
         for task in self.tasks.values():
             task.unfinished_deps = sum(1 for dep_id in task.deps if not self.is_done(dep_id))
             self.refresh_ready(task)
+        self._rebuild_ahead_queues()
         self.to_recheck = set(self.tasks)
+
+    def _rebuild_ahead_queues(self) -> None:
+        """Each worker's grants made ahead, in the order granted (the time each was granted), from the
+        tasks' kept ``granted_ahead`` marks (a mark without a known runner is dropped)."""
+        for worker in self.workers.values():
+            worker.ahead = []
+        granted = []
+        for task in self.tasks.values():
+            task.granted_ahead = task.granted_ahead is True and task.worker_running in self.workers
+            if task.granted_ahead:
+                granted.append(task)
+        granted.sort(key=lambda task: task.time_running or 0.0)
+        for task in granted:
+            self.workers[str(task.worker_running)].ahead.append(task.id)
 
     def _index_restored_task(self, task: TaskRecord) -> None:
         task.workers = {w: None for w in task.workers if w in self.workers}

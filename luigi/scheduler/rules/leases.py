@@ -3,8 +3,9 @@
 Grants made ahead (``more_tasks``, or any grant of an ask with ``assume_done``) wait in the worker's queue
 until the run before them ends. Such a grant is marked until then (``SchedulerState.mark_granted_ahead``,
 cleared by ``start_next_ahead`` when the run before it ends); when its worker is lost, a marked grant
-was never started and goes back to PENDING instead of FAILED. The marks live in memory only: after a
-restart of luigid every RUNNING task counts as started (Luigi's behaviour).
+was never started and goes back to PENDING instead of FAILED. The marks are kept in the state (the task's
+``granted_ahead``; each worker's queue is rebuilt from them), so a restart of luigid or a standby's
+takeover keeps them.
 
 When prune fails a lost worker's run (or puts its grant back), the task remembers who lost it
 (``TaskRecord.lost_lease``, persisted) until anyone starts the task or reports another status for it. A

@@ -58,6 +58,7 @@ TASK_FIELDS: tuple[tuple[str, str], ...] = (
     ("owners", "list"),
     ("lost_lease", "dict?"),  # since schema version 2
     ("cancel_requested", "time?"),  # since schema version 3
+    ("granted_ahead", "bool?"),  # since schema version 4 (None in rows written before it: not ahead)
 )
 
 WORKER_FIELDS: tuple[tuple[str, str], ...] = (
@@ -72,8 +73,8 @@ WORKER_FIELDS: tuple[tuple[str, str], ...] = (
 )
 
 # Record fields rebuilt from the others on load (below the ``derived`` marker in records.py).
-# (``granted_ahead`` and ``ahead`` are leases a restart forgets: ``rules.leases``.)
-DERIVED_TASK_FIELDS = frozenset({"unfinished_deps", "resource_key", "pretty_cache", "granted_ahead"})
+# (A worker's ``ahead`` is rebuilt from its tasks' ``granted_ahead``: ``SchedulerState.rebuild_indexes``.)
+DERIVED_TASK_FIELDS = frozenset({"unfinished_deps", "resource_key", "pretty_cache"})
 DERIVED_WORKER_FIELDS = frozenset({"tasks", "stake", "pending_counts", "ahead"})
 
 _FLOAT_TAG = "$float"

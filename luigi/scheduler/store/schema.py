@@ -46,7 +46,7 @@ def _column(name: str, kind: str) -> Column[Any]:
 
 
 # Task fields added after version 1: the version that added each (its column is added by that migration).
-LATER_TASK_FIELDS = {"lost_lease": 2, "cancel_requested": 3}
+LATER_TASK_FIELDS = {"lost_lease": 2, "cancel_requested": 3, "granted_ahead": 4}
 
 
 def _tasks_table(owner: MetaData, version: int) -> Table:
@@ -82,6 +82,16 @@ resources = Table(
     Column("seq", Integer, nullable=False),
     Column("amount", Text, nullable=False),  # JSON: an int, or a float an older client sent
 )
+# The active luigid's lease (``store/lease``): one row, named ``active``, renewed by its holder; the
+# database's clock decides when it has run out (``expires``, seconds since the epoch on that clock).
+lease = Table(
+    "luigid_lease",
+    metadata,
+    Column("name", String, primary_key=True),
+    Column("holder", String, nullable=False),
+    Column("address", Text, nullable=True),
+    Column("expires", Double, nullable=False),
+)
 batchers = Table(
     "batchers",
     metadata,
@@ -109,11 +119,18 @@ def _add_cancel_requested(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE tasks ADD COLUMN cancel_requested DOUBLE PRECISION"))
 
 
+def _add_granted_ahead_and_lease(conn: Connection) -> None:
+    # Nullable: the existing rows read as None (not granted ahead); the lease table starts empty.
+    conn.execute(text("ALTER TABLE tasks ADD COLUMN granted_ahead BOOLEAN"))
+    lease.create(conn)
+
+
 # Migration N takes a database at version N-1 to version N, inside the opening transaction.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "tasks, workers, resources, batchers, meta", _create_version_1),
     Migration(2, "tasks.lost_lease: who lost a run whose lease it may renew", _add_lost_lease),
     Migration(3, "tasks.cancel_requested: a cancelled run, not retried till forgiven", _add_cancel_requested),
+    Migration(4, "tasks.granted_ahead, and luigid_lease: the active luigid", _add_granted_ahead_and_lease),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -90,6 +90,9 @@ class SqlStore(StateStore):
         self._journal = JournaledRows(journal_file_for(self._path)) if self._path is not None else None
         self._closed = False
         self._lock = threading.Lock()  # the scheduler is single-threaded, but shutdown hooks may not be
+        # Run inside each write's transaction of a server database, before it writes; raising refuses
+        # the write (a standby luigid's lease check: ``store/lease``). None: every write goes ahead.
+        self.fence: Callable[[Connection], None] | None = None
 
     @classmethod
     def for_file(cls, path: str | os.PathLike[str]) -> SqlStore:
@@ -185,6 +188,7 @@ class SqlStore(StateStore):
                 rows = self._row_store()
                 if not self._mirrors_state:
                     with conn.begin():
+                        self._check_fence(conn)
                         rows.write_everything(conn, state, changes)
                     if self._journal is not None:
                         self._journal.forget()
@@ -195,6 +199,7 @@ class SqlStore(StateStore):
                         self._fold_logged(at_cap)  # a failure loses nothing: the rows are journaled
                 else:
                     with conn.begin():
+                        self._check_fence(conn)
                         rows.write_changes(conn.exec_driver_sql, state, changes)
             except DBAPIError as exc:
                 if exc.connection_invalidated:  # the server went away: connect again next time
@@ -205,6 +210,10 @@ class SqlStore(StateStore):
             except sqlite3.Error as exc:
                 raise StateStoreError(f"Cannot write the scheduler state to {self.where}: {exc}") from exc
             self._mirrors_state = True
+
+    def _check_fence(self, conn: Connection) -> None:
+        if self.fence is not None:
+            self.fence(conn)
 
     def fold(self, due_only: bool = False, limit: int | None = None) -> None:
         """Write journaled changes into the SQLite file in one transaction: all of them, or the oldest

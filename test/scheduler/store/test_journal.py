@@ -167,7 +167,7 @@ def test_changes_survive_their_journal_line_including_non_finite_floats_and_unic
         ('{"v": 1, "tasks": []}', "tasks is [], expected an object of value lists"),
         (
             '{"v": 1, "tasks": {"A": {"id": "A"}}}',
-            "tasks row 'A' is {'id': 'A'}, expected a list of 35 values",
+            "tasks row 'A' is {'id': 'A'}, expected a list of 36 values",
         ),
         ('{"v": 1, "workers": {"w": [1]}}', "workers row 'w' is [1], expected a list of 9 values"),
         ('{"v": 1, "batchers": {"w": {}}}', "batchers of 'w' are {}, expected a list of rows"),

@@ -85,6 +85,24 @@ def test_a_running_task_stays_running_for_its_worker_after_a_restart_and_can_fin
     assert status_of(open_scheduler(location, clock), "A") == "DONE"
 
 
+def test_grants_made_ahead_keep_their_marks_across_a_restart_so_a_lost_worker_fails_only_what_it_started(
+    location, clock
+):
+    before = open_scheduler(location, clock, worker_disconnect_delay=60, retry_delay=900)
+    for task_id in ("A", "B", "C", "D"):
+        before.add_task(worker=WORKER, task_id=task_id, family=task_id, runnable=True)
+    reply = before.get_work(worker=WORKER, current_tasks=[], assume_done=["X"], max_tasks=4)
+    grants = [reply["task_id"], *(more["task_id"] for more in reply["more_tasks"])]
+    before.add_task(worker=WORKER, task_id=grants[0], status="DONE")  # the second one has started now
+    before.flush()  # left open, as after kill -9
+
+    after = open_scheduler(location, clock, worker_disconnect_delay=60, retry_delay=900)
+    clock.advance(61)  # the worker never comes back
+    after.prune()
+    statuses = {task_id: status_of(after, task_id) for task_id in grants}
+    assert statuses == {grants[0]: "DONE", grants[1]: "FAILED", grants[2]: "PENDING", grants[3]: "PENDING"}
+
+
 def test_pending_work_is_granted_again_after_a_restart(location, clock):
     before = open_scheduler(location, clock)
     before.add_task(worker=WORKER, task_id="Root", deps=["Leaf"], priority=5)
@@ -550,11 +568,39 @@ def test_a_cancel_request_survives_a_restart_and_the_cancelled_failure_is_not_re
     assert again.get_work(worker=WORKER)["task_id"] == "A"
 
 
+def _undo_version_4(conn: sqlite3.Connection) -> None:
+    """Take a database back to what version 3 wrote: no granted_ahead column, no lease table."""
+    conn.execute("ALTER TABLE tasks DROP COLUMN granted_ahead")
+    conn.execute("DROP TABLE luigid_lease")
+
+
+def test_a_version_3_database_gets_the_granted_ahead_column_and_the_lease_table(state_file, clock):
+    before = open_scheduler(state_file, clock)
+    before.add_task(worker=WORKER, task_id="A")
+    before.close()
+    with sqlite3.connect(state_file) as conn:
+        _undo_version_4(conn)
+        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    conn.close()
+
+    after = open_scheduler(state_file, clock)
+    assert status_of(after, "A") == "PENDING"
+    assert after._state.tasks["A"].granted_ahead is False
+    after.close()
+    with sqlite3.connect(state_file) as conn:
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(tasks)")]
+        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    conn.close()
+    assert "granted_ahead" in columns
+    assert "luigid_lease" in tables
+
+
 def test_a_version_2_database_gets_the_cancel_requested_column_and_keeps_its_tasks(state_file, clock):
     before = open_scheduler(state_file, clock)
     before.add_task(worker=WORKER, task_id="A")
     before.close()
     with sqlite3.connect(state_file) as conn:  # what version 2 wrote: no cancel_requested column
+        _undo_version_4(conn)
         conn.execute("ALTER TABLE tasks DROP COLUMN cancel_requested")
         conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     conn.close()
@@ -574,6 +620,7 @@ def test_a_version_1_database_gets_the_lost_lease_column_and_keeps_its_tasks(sta
     before.add_task(worker=WORKER, task_id="A")
     before.close()
     with sqlite3.connect(state_file) as conn:  # what version 1 wrote: no lost_lease column
+        _undo_version_4(conn)
         conn.execute("ALTER TABLE tasks DROP COLUMN cancel_requested")
         conn.execute("ALTER TABLE tasks DROP COLUMN lost_lease")
         conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
