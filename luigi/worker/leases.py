@@ -29,6 +29,7 @@ logger = logging.getLogger("luigi-interface")
 CHECK_AFTER_SILENCE = 5.0
 AHEAD = 0  # the run number a grant made ahead has in a ping's snapshot: it has not started
 REASON = "was handed to another worker while this one was cut off from the scheduler"
+STOPPED = "stopped: its task was handed to another worker"  # why such a run is killed (the warning says more)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from luigi.worker.execution import InProcessRunner, RunnerChoice, TaskRunner
 from luigi.worker.get_work_reply import WORKER_STATE_DISABLED, WorkGrant
 from luigi.worker.graph_walk import FailureEmails, GraphWalk, TaskLedger, retry_policy_dict, validate_task
 from luigi.worker.keep_alive import KeepAliveThread, serialized, should_stay_alive
-from luigi.worker.leases import REASON as HANDED_OVER
+from luigi.worker.leases import STOPPED as HANDED_OVER
 from luigi.worker.lookahead import AheadAsker, Lookahead
 from luigi.worker.messages import Message, MessageRouter
 from luigi.worker.progress import ProgressLine, progress_line_for_terminal, progress_of
