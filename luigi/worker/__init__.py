@@ -3,7 +3,8 @@
 This package only re-exports the names Luigi users and our code import from ``luigi.worker``. The map:
 ``loop`` (``Worker``: lifecycle and the run loop), ``graph_walk`` (``add``: requires(), complete(),
 add_task), ``execution`` (the ``TaskRunner`` seam, the one place a runner is chosen, and the in-process
-runner), ``slots`` (the forked-slot runner), ``task_process`` (running one task).
+runner), ``work_source`` (where grants come from: asked in turn, or ahead with leases kept), ``slots`` (the
+forked-slot runner), ``task_process`` (running one task).
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ class _Submitted:
 
 
 class DaskRunner:
-    """A ``TaskRunner`` that runs each task on a Dask cluster; it never asks ahead.
+    """A ``TaskRunner`` that runs each task on a Dask cluster.
 
     The worker loop caps how many run at once (``--workers N``). ``scheduler`` receives the tasks' reports
     from this process; ``opened(task_id)`` is told when a task may take scheduler messages. The runner's
@@ -308,14 +308,6 @@ class DaskRunner:
             task.trigger_event(Event.TIMEOUT, task, message)
             outcomes.append(TaskOutcome(task.task_id, FAILED, message))
         return outcomes
-
-    def take_granted_ahead(self) -> dict[str, Any] | None:
-        """Never anything: tasks run on the cluster while the worker asks: no round trip to hide."""
-        return None
-
-    def granted_ahead(self) -> list[str]:
-        """Never anything (see ``take_granted_ahead``)."""
-        return []
 
     def shut_down(self) -> None:
         """Cancel what runs on the cluster and close this runner's Dask client (``start`` reconnects)."""

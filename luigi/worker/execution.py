@@ -7,10 +7,9 @@ execution). ``RunnerChoice`` is that runner: it runs each task in the worker's o
 timeout). Another runner (a cluster executor) plugs in by satisfying ``TaskRunner``.
 
 Running in the worker's own process is the cheapest way: no process boundary, so a task's reports go
-straight to the scheduler client and its scheduler messages into a queue it reads. Between two tasks a
-serial worker would idle through a round trip to the scheduler; the ``AheadAsker``
-(``luigi.worker.lookahead``) overlaps that round trip with short tasks. Only the in-process runner asks
-ahead: a task granted ahead may still run in a slot, so it is told of those starts and of every outcome.
+straight to the scheduler client and its scheduler messages into a queue it reads. Runners only run: where
+grants come from (asked in turn or ahead) and which of them the worker still holds is the worker's
+``WorkSource`` (``luigi.worker.work_source``).
 """
 
 from __future__ import annotations
@@ -21,16 +20,14 @@ import os
 import queue
 import signal
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from luigi.scheduler_api import SchedulerAPI
 from luigi.task import Task
-from luigi.task_status import DONE, FAILED
+from luigi.task_status import FAILED
 from luigi.worker import process_tree
-from luigi.worker.lookahead import AheadAsker
 from luigi.worker.messages import Message
 from luigi.worker.output_capture import OutputCapture, captured_output
 from luigi.worker.stopping import STOPPED_REASON
@@ -92,12 +89,6 @@ class TaskRunner(Protocol):
         does not run here.
         """
 
-    def take_granted_ahead(self) -> dict[str, Any] | None:
-        """A ``get_work`` reply the runner obtained while its tasks ran (asking ahead), to act on next."""
-
-    def granted_ahead(self) -> list[str]:
-        """Tasks granted to this worker that the runner holds but has not started: current tasks too."""
-
     def shut_down(self) -> None:
         """Stop whatever still runs: the worker is stopping or its run has ended."""
 
@@ -107,8 +98,7 @@ class RunnerChoice:
 
     A slot is needed for a timeout (only a child can be killed), several tasks at once, or when
     ``[worker] force_multiprocessing`` says so; ``make_slot_runner()`` builds the slot runner (a
-    ``SlotRunner``) when the first such task starts. Asking ahead is the in-process runner's: it hears of
-    every start and outcome, since a task granted ahead may be one that runs in a slot.
+    ``SlotRunner``) when the first such task starts.
     """
 
     def __init__(
@@ -128,15 +118,17 @@ class RunnerChoice:
         """Whether a task with this ``timeout`` runs in a task slot rather than in this process."""
         return timeout is not None or self._worker_processes() > 1 or self._force_slots
 
+    def runs_here(self, timeout: float | None) -> bool:
+        """Whether a task with this ``timeout`` runs to its end in this process, inside ``start``."""
+        return not self.needs_slot(timeout)
+
     def start(self, task: Task, timeout: float | None, trace_parent: str | None = None) -> None:
-        """Run ``task`` in this process or in a slot, as ``needs_slot`` decides (a task cancelled before
-        it started ends in this process, without running)."""
-        if not self.needs_slot(timeout) or self.in_process.cancelled_before_start(task.task_id):
+        """Run ``task`` in this process or in a slot, as ``needs_slot`` decides."""
+        if not self.needs_slot(timeout):
             self.in_process.start(task, timeout, trace_parent)
             return
         if self.in_slots is None:
             self.in_slots = self._make_slot_runner()
-        self.in_process.starts_elsewhere(task.task_id)
         self.in_slots.start(task, timeout, trace_parent)
 
     def deliver(self, task_id: str, message: Message) -> bool:
@@ -152,12 +144,10 @@ class RunnerChoice:
             self.in_slots.wait(longest)
 
     def collect(self) -> list[TaskOutcome]:
-        """Outcomes from this process, then from the slots; the in-process runner hears of each."""
+        """Outcomes from this process, then from the slots."""
         outcomes = self.in_process.collect()
         if self.in_slots is not None:
             outcomes.extend(self.in_slots.collect())
-        for outcome in outcomes:
-            self.in_process.saw_outcome(outcome)
         return outcomes
 
     def cancel_run(self, task_id: str, reason: str) -> bool:
@@ -166,26 +156,6 @@ class RunnerChoice:
         if in_slots is not None and in_slots.cancel_run(task_id, reason):
             return True
         return self.in_process.cancel_run(task_id, reason)
-
-    def take_granted_ahead(self) -> dict[str, Any] | None:
-        """The next grant an ask ahead brought (only the in-process runner asks ahead)."""
-        return self.in_process.take_granted_ahead()
-
-    def granted_ahead(self) -> list[str]:
-        """Tasks granted ahead and not started yet."""
-        return self.in_process.granted_ahead()
-
-    def put_back_granted_ahead(self, grant: dict[str, Any]) -> None:
-        """Queue a grant made ahead again, first in line (see ``InProcessRunner``)."""
-        self.in_process.put_back_granted_ahead(grant)
-
-    def let_go(self, task_id: str) -> bool:
-        """``task_id`` was handed to another worker: kill its run in a slot, or drop its grant made
-        ahead; False when neither can be done (it runs in this process, or has ended)."""
-        let_go = getattr(self.in_slots, "let_go", None)  # a ``SlotRunner``'s
-        if let_go is not None and let_go(task_id):
-            return True
-        return self.in_process.forget_granted_ahead(task_id)
 
     def shut_down(self) -> None:
         """Retire idle slots and kill busy ones."""
@@ -197,10 +167,7 @@ class RunnerChoice:
 class InProcessRunner:
     """A ``TaskRunner`` that runs each task to the end inside ``start``.
 
-    ``opened(task_id)`` is called once the task can take scheduler messages, just before it runs;
-    ``get_work_kwargs()`` are the worker's ``get_work`` arguments for an ask ahead, and ``taking_work()``
-    whether it still takes new work (a worker phasing out asks for nothing more). Without ``ahead`` (the
-    scheduler cannot be asked ahead, or ``[worker] lookahead`` is off) every task is asked for in turn.
+    ``opened(task_id)`` is called once the task can take scheduler messages, just before it runs.
     Each run's programs are tagged under ``worker_tag`` (``luigi.worker.process_tree``); what is left of
     them is killed at ``shut_down``. A run is interrupted by an exception raised into it: ``WorkerStopped``
     from a signal handler (``stop_now``), ``TaskCancelled`` from the keep-alive thread (``cancel_run``).
@@ -210,9 +177,6 @@ class InProcessRunner:
         self,
         scheduler: SchedulerAPI,
         options: TaskRunOptions,
-        ahead: AheadAsker | None,
-        get_work_kwargs: Callable[[], dict[str, Any]],
-        taking_work: Callable[[], bool],
         opened: Callable[[str], None],
         worker_tag: str | None = None,
     ) -> None:
@@ -226,21 +190,17 @@ class InProcessRunner:
         # ``cancel_run`` raises into the thread running a task only while the run is in its task's code
         # (the window): never into the worker's own code before or after it.
         self._window_lock = threading.Lock()
-        self._cancel_at_start: dict[str, str] = {}  # granted ahead and cancelled: fails when it starts
         self._window_thread: int | None = None  # the thread inside the window, or None
         self._raised = False  # cancel_run raised into the window's thread
         self._previous_wake: Any = None  # WAKE_SIGNAL's handler before ours, once ours is installed
         self._wake_installed = False
-        self._ahead = ahead
-        self._get_work_kwargs = get_work_kwargs
-        self._taking_work = taking_work
         self._opened = opened
         self._outcomes: deque[TaskOutcome] = deque()
         self._inboxes: dict[str, queue.Queue[SchedulerMessage]] = {}  # of tasks that take messages
         self._capture: OutputCapture | None = None  # holding the console from the first captured run
 
     def start(self, task: Task, timeout: float | None, trace_parent: str | None = None) -> None:
-        """Ask ahead if worth it, then run ``task`` here and keep its outcome for ``collect``."""
+        """Run ``task`` here and keep its outcome for ``collect``."""
         task_id = task.task_id
         inbox: queue.Queue[SchedulerMessage] | None = None
         if task.accepts_messages:
@@ -249,17 +209,8 @@ class InProcessRunner:
         results = OutcomeBox()
         options = run_options(self._options, trace_parent)
         process = make_task_process(task, reporter, options, timeout, results)
-        ahead = self._ahead
-        if ahead is None:
-            self._opened(task_id)
-            self._outcomes.append(self._run_tagged(process, results, reporter))
-            return
-        # (a worker phasing out runs what it was granted, and asks for nothing more)
-        ahead.before_start(task_id, self._taking_work(), self._get_work_kwargs)
         self._opened(task_id)
-        started = time.monotonic()
         self._outcomes.append(self._run_tagged(process, results, reporter))
-        ahead.ran(time.monotonic() - started)
 
     def _run_tagged(
         self, process: TaskProcess, results: OutcomeBox, reporter: TaskStatusReporter
@@ -294,9 +245,6 @@ class InProcessRunner:
     def _run_in_window(self, process: TaskProcess) -> None:
         """``process.run()`` inside the window in which ``cancel_run`` may raise into this thread."""
         with self._window_lock:
-            reason = self._cancel_at_start.pop(process.task.task_id, None)
-            if reason is not None:
-                self._interrupted = (process.task.task_id, reason)
             if self._interrupted is not None:  # cancelled before its run got here: it does not start
                 raise TaskCancelled(self._interrupted[1])
             self._window_thread = threading.get_ident()
@@ -359,15 +307,11 @@ class InProcessRunner:
     def cancel_run(self, task_id: str, reason: str) -> bool:
         """Kill the programs of ``task_id``'s run here, then raise ``TaskCancelled`` into its task's code
         (at its next Python instruction; in the main thread WAKE_SIGNAL cuts a blocking call short, in
-        another a blocking call ends first). A task granted ahead and not started yet fails as it starts.
-        False if it neither runs here nor waits to."""
+        another a blocking call ends first). False if it does not run here."""
         with self._window_lock:
             tag, thread = self._running_tag, self._window_thread
             if self._running != task_id or tag is None:
-                if task_id not in self.granted_ahead():
-                    return False
-                self._cancel_at_start[task_id] = reason
-                return True
+                return False
             if self._interrupted is not None:
                 return True  # already being stopped or cancelled
             self._interrupted = (task_id, reason)
@@ -378,11 +322,6 @@ class InProcessRunner:
                 if self._wake_installed and thread == threading.main_thread().ident:
                     signal.pthread_kill(thread, WAKE_SIGNAL)
         return True
-
-    def starts_elsewhere(self, task_id: str) -> None:
-        """Another runner starts ``task_id``: no ask ahead goes before it, so held reports go now."""
-        if self._ahead is not None:
-            self._ahead.before_start(task_id, False, self._get_work_kwargs)
 
     def deliver(self, task_id: str, message: Message) -> bool:
         """Queue a scheduler message for the task, which reads it while it runs; False if not run here."""
@@ -408,40 +347,6 @@ class InProcessRunner:
         for outcome in outcomes:
             self._inboxes.pop(outcome.task_id, None)
         return outcomes
-
-    def saw_outcome(self, outcome: TaskOutcome) -> None:
-        """A run ended, here or elsewhere: grants assuming its task are run only if it finished DONE."""
-        if self._ahead is not None:
-            self._ahead.finished(outcome.task_id, outcome.status == DONE)
-
-    def take_granted_ahead(self) -> dict[str, Any] | None:
-        """The next grant an ask ahead brought, if any (a cancel of a grant dropped unstarted is dropped)."""
-        if self._ahead is None:
-            return None
-        grant = self._ahead.take()
-        if self._cancel_at_start:
-            waiting = {*self._ahead.queued(), grant.get("task_id") if grant is not None else None}
-            with self._window_lock:
-                for task_id in set(self._cancel_at_start) - waiting:
-                    del self._cancel_at_start[task_id]
-        return grant
-
-    def cancelled_before_start(self, task_id: str) -> bool:
-        """Whether ``task_id`` was granted ahead and cancelled: it fails here as it starts, never runs."""
-        return task_id in self._cancel_at_start
-
-    def granted_ahead(self) -> list[str]:
-        """Tasks granted ahead that have not started yet."""
-        return self._ahead.queued() if self._ahead is not None else []
-
-    def put_back_granted_ahead(self, grant: dict[str, Any]) -> None:
-        """A grant made ahead just taken is to start later: first in line again."""
-        if self._ahead is not None:
-            self._ahead.put_back(grant)
-
-    def forget_granted_ahead(self, task_id: str) -> bool:
-        """Drop an unstarted grant made ahead (handed to another worker); False if none is queued."""
-        return self._ahead.forget(task_id) if self._ahead is not None else False
 
     def shut_down(self) -> None:
         """Kill what the tasks run here left running; undelivered messages are dropped with their tasks."""

@@ -5,13 +5,15 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from luigi.rpc import NoSchedulerError, RPCError
 from luigi.rpc.recognise import is_our_client
 from luigi.scheduler_api import SchedulerAPI
 from luigi.worker.get_work_reply import WorkGrant
-from luigi.worker.leases import LeaseBook
+
+if TYPE_CHECKING:
+    from luigi.worker.work_source import WorkSource
 
 logger = logging.getLogger("luigi-interface")
 
@@ -48,7 +50,8 @@ class SerializedScheduler:
 class KeepAliveThread(threading.Thread):
     """Pings ``scheduler`` every ``ping_interval`` seconds and hands each rpc message to ``on_message``.
 
-    A failed ping is logged and retried on the next interval; ``stop()`` wakes and ends the thread.
+    A failed ping is logged and retried on the next interval; ``stop()`` wakes and ends the thread. A ping
+    says what ``source`` holds, when it says anything (``WorkSource.held_for_ping``), and hands it the reply.
     """
 
     def __init__(
@@ -57,10 +60,10 @@ class KeepAliveThread(threading.Thread):
         worker_id: str,
         ping_interval: float,
         on_message: Callable[[dict[str, Any]], None],
-        leases: LeaseBook | None = None,
+        source: WorkSource | None = None,
     ) -> None:
         super().__init__(name="luigi-keep-alive", daemon=True)
-        self._leases = leases
+        self._source = source
         self._scheduler = scheduler
         self._worker_id = worker_id
         self._ping_interval = ping_interval
@@ -72,18 +75,14 @@ class KeepAliveThread(threading.Thread):
         self._should_stop.set()
 
     def run(self) -> None:
-        if self._leases is not None:
-            self._leases.pinging = True
         while not self._should_stop.wait(self._ping_interval):
             self.ping_once()
-        if self._leases is not None:
-            self._leases.pinging = False
         logger.info("Worker %s was stopped. Shutting down Keep-Alive thread", self._worker_id)
 
     def ping_once(self) -> None:
         """One ping and the dispatch of the messages it returned (and of what it says was handed over)."""
-        leases = self._leases if self._leases is not None and self._leases.enabled else None
-        held = leases.snapshot() if leases is not None else None
+        source = self._source
+        held = source.held_for_ping() if source is not None else None
         try:
             if held is None:
                 response = self._scheduler.ping(worker=self._worker_id)
@@ -104,8 +103,8 @@ class KeepAliveThread(threading.Thread):
         if self._failing:
             logger.info("Pinging the scheduler works again")
             self._failing = False
-        if leases is not None and held is not None and isinstance(response, dict):
-            leases.handed_over(response.get("handed_over"), held, response.get("handed_to"))
+        if source is not None and held is not None and isinstance(response, dict):
+            source.ping_answered(response, held)
         messages = response.get("rpc_messages", []) if isinstance(response, dict) else []
         for message in messages if isinstance(messages, list) else []:
             try:

@@ -4,10 +4,13 @@ Our luigid (``scheduler_features()["leases"]``) takes ``held`` with a ``ping``: 
 and the grants made ahead it has not started. Its reply names those ``handed_over`` to someone else while
 this worker was cut off (``luigi.scheduler.rules.leases``); the worker then stops those runs, reports
 nothing of them, and drops such grants unstarted. A Luigi luigid is sent plain pings.
+``luigi.worker.work_source.AskAheadSource`` acts on what this module tells; the in-process scheduler and
+schedulers other than our RPC client need none of it (``DirectSource``).
 """
 
 from __future__ import annotations
 
+import enum
 import itertools
 import logging
 import threading
@@ -26,7 +29,7 @@ logger = logging.getLogger("luigi-interface")
 CHECK_AFTER_SILENCE = 5.0
 AHEAD = 0  # the run number a grant made ahead has in a ping's snapshot: it has not started
 REASON = "was handed to another worker while this one was cut off from the scheduler"
-UNCONFIRMED = "unconfirmed"  # a long silence, and the scheduler still does not answer: nobody can tell
+STOPPED = "stopped: its task was handed to another worker"  # why such a run is killed (the warning says more)
 
 
 @dataclass(frozen=True)
@@ -136,91 +139,50 @@ class LeaseBook:
             return task_id in self._disowned
 
 
-class Handover:
-    """The worker loop's side: lets go of what the scheduler handed over, and asks after a long silence.
+class Standing(enum.Enum):
+    """Whether a task granted to this worker is still its to run and report."""
 
-    ``runner`` is the worker's runner (``let_go`` kills a run in a slot or drops a grant made ahead);
-    ``forget_run(task_id)`` makes the loop forget a run it will not report. Each method returns the tasks
-    it let go of, with their new owner when known, for the summary.
-    """
+    OURS = "ours"
+    HANDED_OVER = "handed over"  # to another worker while this one was cut off
+    UNCONFIRMED = "unconfirmed"  # a long silence, and the scheduler still does not answer: nobody can tell
+
+
+@dataclass(frozen=True)
+class Lease:
+    """The standing of one task's lease, with its new owner when it was handed over (None: unknown)."""
+
+    standing: Standing
+    new_owner: str | None = None
+
+
+OURS = Lease(Standing.OURS)
+
+
+def scheduler_tracks_leases(scheduler: SchedulerAPI) -> bool:
+    """Whether the scheduler takes ``held`` with a ping (a Luigi luigid has no ``scheduler_features``)."""
+    try:
+        return bool(scheduler.scheduler_features().get("leases"))
+    except RPCError:
+        return False
+
+
+class LeaseCheck:
+    """Tells whether a task is still this worker's: from what the pings said, and after a long silence
+    (a worker that may have been cut off) by asking the scheduler with a ping of its own."""
 
     def __init__(
-        self,
-        book: LeaseBook,
-        scheduler: SchedulerAPI,
-        worker_id: str,
-        ping_interval: float,
-        runner: Any,
-        forget_run: Callable[[str], None],
+        self, book: LeaseBook, scheduler: SchedulerAPI, worker_id: str, ping_interval: float
     ) -> None:
         self._book = book
         self._scheduler = scheduler
         self._worker_id = worker_id
         self._check_after = max(CHECK_AFTER_SILENCE, 3 * ping_interval)
-        self._runner = runner
-        self._forget_run = forget_run
-        self._dropped: dict[str, str | None] = {}  # grants made ahead dropped unstarted, for the summary
 
-    def scheduler_tracks_leases(self) -> bool:
-        """Whether the scheduler takes ``held`` with a ping (a Luigi luigid has no ``scheduler_features``)."""
-        try:
-            return bool(self._scheduler.scheduler_features().get("leases"))
-        except RPCError:
-            return False
-
-    def let_go(self) -> dict[str, str | None]:
-        """Kill the runs, and drop the grants made ahead, that the last pings said were handed over (a run
-        in this process cannot be killed: it is only marked, and its result dropped when it ends)."""
-        owners, self._dropped = self._dropped, {}
-        for lost in self._book.take_lost():
-            if lost.number == AHEAD and self._book.running(lost.task_id):
-                continue  # started since the ping was sent: the next ping tells
-            owners[lost.task_id] = lost.new_owner
-            let_go = getattr(self._runner, "let_go", None)
-            if let_go is not None and let_go(lost.task_id) and lost.number != AHEAD:
-                self._forget_run(lost.task_id)
-                self._book.ended(lost.task_id)
-        return owners
-
-    def ended_elsewhere(self, task_id: str) -> dict[str, str | None]:
-        """A run of ``task_id`` ended here: empty if it is still ours to report, else who owns it now."""
-        if self._book.disowned(task_id):
-            lost = self._book.pop_lost(task_id)  # (None: the loop let go of it already)
-            owner = lost.new_owner if lost is not None else None
-        else:
-            handed_to = self._handed_to(task_id)
-            if handed_to is False or handed_to is UNCONFIRMED:
-                return {}  # still ours, or unknown: a stale report is refused by the scheduler anyway
-            owner = handed_to if isinstance(handed_to, str) else None
-        self._forget_run(task_id)
-        self._book.ended(task_id)
-        return {task_id: owner}
-
-    def take_granted_ahead(self) -> dict[str, Any] | None:
-        """The runner's next grant made ahead that is still this worker's."""
-        while True:
-            reply: dict[str, Any] | None = self._runner.take_granted_ahead()
-            task_id = reply.get("task_id") if isinstance(reply, dict) else None
-            if not isinstance(task_id, str):
-                return reply
-            handed_to = self._handed_to(task_id)
-            if handed_to is False:
-                return reply
-            if handed_to is UNCONFIRMED:  # after a long silence a lease may have run out: start nothing
-                put_back = getattr(self._runner, "put_back_granted_ahead", None)
-                if put_back is not None:
-                    put_back(reply)
-                    return None
-                return reply
-            self._dropped[task_id] = handed_to if isinstance(handed_to, str) else None
-
-    def _handed_to(self, task_id: str) -> str | None | bool:
-        """Whether ``task_id`` is still this worker's: False if it is, UNCONFIRMED if the scheduler, silent
-        for a while, still does not answer, else its new owner (None: unknown). After pings went
-        unanswered for a while, one is sent now, with everything held, and the others it names are let
-        go of at the next step."""
-        lost = self._book.pop_lost(task_id)  # (a run here is disowned and handled by ``ended_elsewhere``)
+    def lease_of(self, task_id: str) -> Lease:
+        """The lease of ``task_id``. After pings went unanswered for a while, one is sent now, with
+        everything held, and the others it names are let go of at the loop's next step."""
         book = self._book
+        lost = book.pop_lost(task_id)  # (a run here is disowned and handled by the caller)
         silent = time.monotonic() - book.confirmed_at >= self._check_after
         if lost is None and book.enabled and book.pinging and silent:
             held = book.snapshot()
@@ -228,11 +190,11 @@ class Handover:
             try:
                 reply = self._scheduler.ping(worker=self._worker_id, held=list(held))
             except RPCError:  # still unreachable: the caller decides (a report may go, a grant waits)
-                return UNCONFIRMED
+                return Lease(Standing.UNCONFIRMED)
             if isinstance(reply, dict):
                 book.handed_over(reply.get("handed_over"), held, reply.get("handed_to"), task_id)
             lost = book.pop_lost(task_id)
-        return False if lost is None else lost.new_owner
+        return OURS if lost is None else Lease(Standing.HANDED_OVER, lost.new_owner)
 
 
 def _warn(task_id: str) -> None:

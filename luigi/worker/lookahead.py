@@ -133,8 +133,10 @@ class AheadAsker:
             self._done.add(task_id)
 
     def queued(self) -> list[str]:
-        """The tasks granted to this worker that it has not started yet (they are its current tasks)."""
-        return [grant["task_id"] for grant in self._queue if isinstance(grant.get("task_id"), str)]
+        """The tasks granted to this worker that it has not started yet (they are its current tasks); read
+        from the keep-alive thread too, so the queue is copied in one step before it is looked at."""
+        grants = list(self._queue)
+        return [grant["task_id"] for grant in grants if isinstance(grant.get("task_id"), str)]
 
     def forget(self, task_id: str) -> bool:
         """Drop the grant of ``task_id`` unstarted (handed to another worker); False if none is queued."""

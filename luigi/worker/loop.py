@@ -3,7 +3,8 @@
 ``Worker.add`` hands the walk to ``luigi.worker.graph_walk``. ``Worker.run`` is a loop of named steps: make
 room, ask for work, start the granted task, wait for a running one, idle or stop; outcomes are reported as
 they are collected. How a task runs (in this process, or in a forked task slot) is the runner's business:
-the loop talks to it only through the ``TaskRunner`` protocol of ``luigi.worker.execution``.
+the loop talks to it only through the ``TaskRunner`` protocol of ``luigi.worker.execution``. Where grants
+come from (asked in turn, or ahead with leases kept) is its ``WorkSource``'s (``luigi.worker.work_source``).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from luigi.worker.execution import InProcessRunner, RunnerChoice, TaskRunner
 from luigi.worker.get_work_reply import WORKER_STATE_DISABLED, WorkGrant
 from luigi.worker.graph_walk import FailureEmails, GraphWalk, TaskLedger, retry_policy_dict, validate_task
 from luigi.worker.keep_alive import KeepAliveThread, serialized, should_stay_alive
-from luigi.worker.leases import Handover, LeaseBook
+from luigi.worker.leases import STOPPED as HANDED_OVER
 from luigi.worker.lookahead import AheadAsker, Lookahead
 from luigi.worker.messages import Message, MessageRouter
 from luigi.worker.progress import ProgressLine, progress_line_for_terminal, progress_of
@@ -51,6 +52,7 @@ from luigi.worker.task_process import (
     is_external,
     make_task_process,
 )
+from luigi.worker.work_source import AskAheadSource, DirectSource, WorkSource
 
 if TYPE_CHECKING:
     from luigi.rpc.client import RemoteScheduler
@@ -102,7 +104,7 @@ class Worker:
         self._task_log_redact = log_redaction.configured_patterns()  # a bad pattern stops the worker here
         self._scheduler = scheduler
         self._rpc = serialized(scheduler)
-        # Decided once: only our RPC client rides out a restart, holds reports and asks ahead.
+        # Decided once: only our RPC client rides out a restart, holds reports, asks ahead and keeps leases.
         remote = scheduler if is_our_client(scheduler) else None
         if remote is not None:
             remote.unreachable_timeout = checked_ride_out(self._config.scheduler_unreachable_timeout)
@@ -139,24 +141,21 @@ class Worker:
         self._run_options: list[TaskRunOptions] = []  # their task_log_* fields are set by run()
         self._process_tag = process_tree.worker_tag()  # every task run here is tagged under it
         self._in_process: InProcessRunner | None = None
-        self._runner: TaskRunner = self._build_runner(remote)
+        self._choice: RunnerChoice | None = None
+        self._runner: TaskRunner = self._build_runner()
+        self._source: WorkSource = self._build_source(remote)
         self._spans = _run_spans(self._id)  # [otel]: a span per task run, or None (untraced)
-        self._leases = LeaseBook(self._runner.granted_ahead)  # what the pings say this worker holds
-        self._handover = Handover(
-            self._leases, self._rpc, self._id, self._config.ping_interval, self._runner, self._forget_run
-        )
         self._stop = GracefulStop(self._config.shutdown_grace, self._start_phasing_out, self._stop_now)
         self._idle_since: float | None = None
         self._keep_alive_thread: KeepAliveThread | None = None
         self._previous_sigusr1: Any = None
         self._install_shutdown_handler()
 
-    def _build_runner(self, remote: RemoteScheduler | None) -> TaskRunner:
+    def _build_runner(self) -> TaskRunner:
         """The runner of this worker's tasks: a ``RunnerChoice`` between this process and task slots, or
         a ``DaskRunner`` with ``[worker] executor = dask``.
 
-        The one place runners are made; another runner (or a subclass's) plugs in here. ``remote``: our
-        RPC client when the scheduler is one (it can ask ahead), else None.
+        The one place runners are made; another runner (or a subclass's) plugs in here.
         """
         config = self._config
         options = TaskRunOptions(
@@ -175,15 +174,8 @@ class Worker:
             return DaskRunner(
                 self._rpc, options, cluster.scheduler_address, cluster.connect_timeout, self._messages.open
             )
-        ahead = (
-            AheadAsker(remote, Lookahead(True), self._flush_held_reports)
-            if config.lookahead and remote is not None
-            else None
-        )
         tag = self._process_tag
-        in_process = self._in_process = InProcessRunner(
-            self._rpc, options, ahead, self._get_work_kwargs, self._taking_work, self._messages.open, tag
-        )
+        in_process = self._in_process = InProcessRunner(self._rpc, options, self._messages.open, tag)
         slot_options = dataclasses.replace(options, in_child_process=True)
 
         def slots() -> TaskRunner:
@@ -192,11 +184,34 @@ class Worker:
             return SlotRunner(self._rpc, slot_options, self._ledger.tasks, self._messages.open, tag)
 
         self._run_options.append(slot_options)
-        return RunnerChoice(
+        self._choice = RunnerChoice(
             in_process,
             slots,
             lambda: self.worker_processes,
             config.force_multiprocessing,
+        )
+        return self._choice
+
+    def _build_source(self, remote: RemoteScheduler | None) -> WorkSource:
+        """Where grants come from: our RPC client (``remote``) asks ahead and keeps leases; the in-process
+        scheduler, and any scheduler that is not our client, is asked in turn (``DirectSource``).
+
+        Asking ahead pays only before a task that runs in this process, so it needs the ``RunnerChoice``.
+        """
+        if remote is None:
+            return DirectSource()
+        choice = self._choice
+        asks_ahead = self._config.lookahead and choice is not None
+        return AskAheadSource(
+            self._rpc,
+            self._id,
+            self._config.ping_interval,
+            AheadAsker(remote, Lookahead(asks_ahead), self._flush_held_reports),
+            choice.runs_here if choice is not None else _runs_elsewhere,
+            self._taking_work,
+            self._get_work_kwargs,
+            self._stop_handed_over_run,
+            self._forget_run,
         )
 
     def _flush_held_reports(self) -> None:
@@ -212,7 +227,7 @@ class Worker:
     def __enter__(self) -> Worker:
         """Start pinging the scheduler so it knows this worker (and its running tasks) are alive."""
         self._keep_alive_thread = KeepAliveThread(
-            self._rpc, self._id, self._config.ping_interval, self._handle_rpc_message, self._leases
+            self._rpc, self._id, self._config.ping_interval, self._handle_rpc_message, self._source
         )
         self._keep_alive_thread.start()
         return self
@@ -310,7 +325,8 @@ class Worker:
     def cancel_task(self, task_id: str, reason: str) -> None:
         """Kill the run of a task an operator cancelled (the scheduler's ``cancel_task`` message), with
         every process it started; the run is reported FAILED with ``reason``."""
-        if not self._runner.cancel_run(task_id, reason):  # (a run granted ahead fails as it starts)
+        started = self._runner.cancel_run(task_id, reason)
+        if not started and not self._source.cancel_before_start(task_id, reason):  # (fails as it starts)
             logger.warning("Not cancelling %s: it does not run in worker %s", task_id, self._id)
             return
         logger.info("Cancelling the run of %s: %s", task_id, reason)
@@ -351,7 +367,7 @@ class Worker:
         logger.info("Running Worker with %d processes", self.worker_processes)
         self.run_succeeded = True
         self._announce_to_scheduler()
-        self._leases.enable(self._handover.scheduler_tracks_leases())
+        self._source.begin_run(pinged=self._keep_alive_thread is not None)
         self._capture_task_logs_if_kept()
         self._progress = progress_line_for_terminal(_progress_enabled())
         try:
@@ -420,8 +436,8 @@ class Worker:
     def _get_work(self) -> WorkGrant:
         """Ask the scheduler for a task (nothing once stopping, but a task granted ahead is ours to run),
         loading tasks we did not schedule."""
-        self._note_new_owners(self._handover.let_go())
-        reply = self._handover.take_granted_ahead()
+        self._note_new_owners(self._source.release_handed_over())
+        reply = self._source.next_grant()
         if reply is None:
             if self._stop_requesting_work:
                 return WorkGrant.nothing(WORKER_STATE_DISABLED)
@@ -447,7 +463,7 @@ class Worker:
             "worker": self._id,
             "host": self.host,
             "assistant": self._assistant,
-            "current_tasks": [*self._running_tasks, *self._runner.granted_ahead()],
+            "current_tasks": [*self._running_tasks, *self._source.unstarted()],
         }
 
     def _load_foreign_task(self, grant: WorkGrant) -> None:
@@ -549,18 +565,22 @@ class Worker:
         task = self._ledger.tasks[task_id]
         timeout = task.worker_timeout if task.worker_timeout is not None else self._config.timeout
         self._running_tasks[task_id] = task
-        self._leases.started(task_id)
+        cancelled = self._source.before_start(task_id, timeout or None)
+        if cancelled is not None:  # while its grant waited: it fails without running
+            self._handle_outcome(TaskOutcome(task_id, FAILED, cancelled))
+            return
         if self._spans is None:
             self._runner.start(task, timeout or None)
         else:
             self._runner.start(task, timeout or None, self._spans.started(task))
+        self._source.after_start()
         self._show_progress()
 
     def _collect_outcomes(self, block: bool) -> None:
         """Handle finished tasks; with ``block``, wait (at most ``wait_interval``) for one to finish."""
         if block:
             self._runner.wait(self._stop.remaining(max(self._config.wait_interval, 0.0)))
-        self._note_new_owners(self._handover.let_go())
+        self._note_new_owners(self._source.release_handed_over())
         for outcome in self._runner.collect():
             self._handle_outcome(outcome)
         if block and self._running_tasks and self._stop.is_due():
@@ -571,11 +591,10 @@ class Worker:
         if self._spans is not None:
             self._spans.ended(outcome)
         task = self._ledger.tasks.get(outcome.task_id)
-        if task is None or self._note_new_owners(self._handover.ended_elsewhere(outcome.task_id)):
+        if self._note_new_owners(self._source.ended(outcome)) or task is None:
             return
         if self._running_tasks.pop(outcome.task_id, None) is None:
             return  # not a task we are running (a stale report)
-        self._leases.ended(outcome.task_id)
         self._messages.close(outcome.task_id)
         new_dep_ids = self._add_dynamic_dependencies(task, outcome) if outcome.new_deps else []
         if outcome.status == FAILED and not (is_external(task) and self._config.retry_external_tasks):
@@ -606,6 +625,11 @@ class Worker:
             self._reschedule_if_allowed(task, outcome.missing)
         self.run_succeeded &= outcome.status == DONE or bool(new_dep_ids)
         self._show_progress(force=not self._running_tasks)
+
+    def _stop_handed_over_run(self, task_id: str) -> bool:
+        """Kill a run handed to another worker (its outcome is not reported: the loop forgets the run);
+        False if it cannot be killed (it ran in this process)."""
+        return self._runner.cancel_run(task_id, HANDED_OVER)
 
     def _forget_run(self, task_id: str) -> None:
         """The run of ``task_id`` was handed to another worker: it is not ours to report any more."""
@@ -644,6 +668,11 @@ class Worker:
                 reschedule = False
         if reschedule:
             self._graph.walk([task], set())
+
+
+def _runs_elsewhere(timeout: float | None) -> bool:
+    """No task runs in the worker's own process (a runner other than the ``RunnerChoice``)."""
+    return False
 
 
 # Luigi's lower bound for ``[worker] wait_interval`` (seconds).

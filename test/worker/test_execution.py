@@ -1,4 +1,5 @@
-"""The execution seam: the worker runs tasks only through a ``TaskRunner``, chosen in one place."""
+"""The execution seam: the worker runs tasks only through a ``TaskRunner``, chosen in one place; where its
+grants come from is the ``WorkSource``'s, beside it."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from luigi.worker.lookahead import AheadAsker, Lookahead
 from luigi.worker.messages import Message
 from luigi.worker.slots import SlotRunner
 from luigi.worker.task_process import TaskOutcome, TaskRunOptions
+from luigi.worker.work_source import AskAheadSource, WorkSource
 
 RAN: list[str] = []
 AFTER = {"c": "b", "b": "a"}  # the step each step needs
@@ -67,18 +69,12 @@ class CallingRunner:
         outcomes, self.outcomes = self.outcomes, []
         return outcomes
 
-    def take_granted_ahead(self) -> dict[str, Any] | None:
-        return None
-
-    def granted_ahead(self) -> list[str]:
-        return []
-
     def shut_down(self) -> None:
         self.shut_downs += 1
 
 
 class CallingWorker(Worker):
-    def _build_runner(self, remote: bool) -> TaskRunner:
+    def _build_runner(self) -> TaskRunner:
         self.calling = CallingRunner()
         return self.calling
 
@@ -121,39 +117,13 @@ class FakeSlots:
         outcomes, self.outcomes = self.outcomes, []
         return outcomes
 
-    def take_granted_ahead(self) -> dict[str, Any] | None:
-        return None
-
-    def granted_ahead(self) -> list[str]:
-        return []
-
     def shut_down(self) -> None:
         pass
 
 
-class AskingScheduler:
-    """Grants ``reply`` to the first ask ahead; counts the flushes of held reports."""
-
-    def __init__(self, reply: dict[str, Any]) -> None:
-        self.reply = reply
-        self.flushes = 0
-
-    def ask_ahead(self, **kwargs: Any) -> bool:
-        return True
-
-    def take_ahead(self) -> dict[str, Any]:
-        return self.reply
-
-    def flush(self) -> None:
-        self.flushes += 1
-
-
-def runner_choice(
-    scheduler: Any = None, worker_processes: int = 1, force_slots: bool = False
-) -> tuple[RunnerChoice, FakeSlots]:
-    ahead = AheadAsker(scheduler, Lookahead(True), scheduler.flush) if scheduler is not None else None
+def runner_choice(worker_processes: int = 1, force_slots: bool = False) -> tuple[RunnerChoice, FakeSlots]:
     options = TaskRunOptions(worker_id="w", check_unfulfilled_deps=False)
-    in_process = InProcessRunner(scheduler, options, ahead, dict, lambda: True, lambda task_id: None)
+    in_process = InProcessRunner(Scheduler(), options, lambda task_id: None)
     slots = FakeSlots()
     choice = RunnerChoice(in_process, lambda: slots, lambda: worker_processes, force_slots)
     return choice, slots
@@ -174,57 +144,121 @@ def test_a_task_runs_in_a_slot_for_a_timeout_several_processes_or_when_forced_an
     assert [outcome.status for outcome in choice.collect()] == ([] if in_slot else [DONE])
 
 
-def granted_b_then_c_ahead() -> tuple[RunnerChoice, FakeSlots, AskingScheduler, dict[str, Any]]:
-    """A runner that ran ``a`` twice, asked ahead and took the grant of ``b``; ``c``'s grant waits."""
+def test_a_cancel_of_a_task_that_does_not_run_here_is_refused():
+    choice, _ = runner_choice()
+    assert choice.cancel_run(Step(name="a").task_id, "why") is False
+
+
+def test_the_slot_runner_satisfies_the_protocol_and_has_nothing_to_collect_before_a_start():
+    runner: TaskRunner = SlotRunner(Scheduler(), TaskRunOptions(worker_id="w"), {}, lambda task_id: None)
+    assert runner.collect() == []
+    runner.shut_down()
+
+
+# -- the runner and the work source: a grant made ahead waits for the runs it assumes ----------------------
+
+
+class AskingScheduler:
+    """Grants ``reply`` to the first ask ahead; counts the flushes of held reports. Tracks no leases."""
+
+    def __init__(self, reply: dict[str, Any]) -> None:
+        self.reply = reply
+        self.flushes = 0
+
+    def ask_ahead(self, **kwargs: Any) -> bool:
+        return True
+
+    def take_ahead(self) -> dict[str, Any]:
+        return self.reply
+
+    def flush(self) -> None:
+        self.flushes += 1
+
+    def scheduler_features(self) -> dict[str, Any]:
+        return {}
+
+
+class Loop:
+    """The worker loop's part, by hand: the source hears of each start and end, the runner runs."""
+
+    def __init__(self, scheduler: AskingScheduler) -> None:
+        options = TaskRunOptions(worker_id="w", check_unfulfilled_deps=False)
+        in_process = InProcessRunner(Scheduler(), options, lambda task_id: None)
+        self.slots = FakeSlots()
+        self.choice = RunnerChoice(in_process, lambda: self.slots, lambda: 1, False)
+        ahead = AheadAsker(scheduler, Lookahead(True), scheduler.flush)  # type: ignore[arg-type]
+        self.source: WorkSource = AskAheadSource(
+            scheduler,  # type: ignore[arg-type]
+            "w",
+            1.0,
+            ahead,
+            self.choice.runs_here,
+            lambda: True,
+            lambda: {"worker": "w"},
+            lambda task_id: False,
+            lambda task_id: None,
+        )
+        self.source.begin_run(pinged=False)
+
+    def start(self, name: str, timeout: float | None = None) -> list[TaskOutcome]:
+        """Start ``name``; the outcomes collected right after (a run in a slot has none yet)."""
+        task = Step(name=name)
+        cancelled = self.source.before_start(task.task_id, timeout)
+        if cancelled is not None:
+            return [TaskOutcome(task.task_id, FAILED, cancelled)]
+        self.choice.start(task, timeout)
+        self.source.after_start()
+        return self.collect()
+
+    def collect(self) -> list[TaskOutcome]:
+        outcomes = self.choice.collect()
+        for outcome in outcomes:
+            assert self.source.ended(outcome) == {}  # nothing was handed over
+        return outcomes
+
+
+def granted_b_then_c_ahead() -> tuple[Loop, AskingScheduler, dict[str, Any]]:
+    """A worker that ran ``a`` twice, asked ahead and took the grant of ``b``; ``c``'s grant waits."""
     a, b, c = (Step(name=name).task_id for name in "abc")
     grant_c = {"task_id": c, "assumes_done": [b]}
     scheduler = AskingScheduler({"task_id": b, "assumes_done": [a], "more_tasks": [grant_c]})
-    choice, slots = runner_choice(scheduler)
+    loop = Loop(scheduler)
     for _ in range(2):  # the second short task asks ahead
-        choice.start(Step(name="a"), None)
-        assert [outcome.status for outcome in choice.collect()] == [DONE]
-    assert choice.take_granted_ahead()["task_id"] == b
-    return choice, slots, scheduler, grant_c
+        assert [outcome.status for outcome in loop.start("a")] == [DONE]
+    grant = loop.source.next_grant()
+    assert grant is not None and grant["task_id"] == b
+    return loop, scheduler, grant_c
 
 
 @pytest.mark.parametrize(("status", "taken"), [(DONE, True), (FAILED, False)])
 def test_a_grant_ahead_assuming_a_task_that_ran_in_a_slot_is_taken_only_if_that_task_finished_done(
     status, taken
 ):
-    choice, slots, scheduler, grant_c = granted_b_then_c_ahead()
+    loop, scheduler, grant_c = granted_b_then_c_ahead()
     b, c = Step(name="b").task_id, grant_c["task_id"]
-    assert choice.granted_ahead() == [c]
+    assert loop.source.unstarted() == [c]  # listed among the worker's current tasks
 
-    choice.start(Step(name="b"), 5)  # granted ahead, but its timeout needs a slot: no ask goes before it
-    assert slots.started == [b] and scheduler.flushes == 1  # so the held reports go now
-    slots.outcomes.append(TaskOutcome(b, status))
-    assert [outcome.task_id for outcome in choice.collect()] == [b]
-    assert choice.take_granted_ahead() == (grant_c if taken else None)
+    assert loop.start("b", timeout=5) == []  # granted ahead, but its timeout needs a slot: no ask before it
+    assert loop.slots.started == [b] and scheduler.flushes == 1  # so the held reports go now
+    loop.slots.outcomes.append(TaskOutcome(b, status))
+    assert [outcome.task_id for outcome in loop.collect()] == [b]
+    assert loop.source.next_grant() == (grant_c if taken else None)
 
 
 @pytest.mark.parametrize("timeout", [None, 5], ids=["in-process", "would-need-a-slot"])
 def test_a_task_granted_ahead_and_cancelled_before_it_starts_fails_without_running(timeout):
-    choice, slots, _, grant_c = granted_b_then_c_ahead()
+    loop, _, grant_c = granted_b_then_c_ahead()
     c = grant_c["task_id"]
-    choice.start(Step(name="b"), None)
-    assert [outcome.status for outcome in choice.collect()] == [DONE]
-    assert choice.granted_ahead() == [c]
+    assert [outcome.status for outcome in loop.start("b")] == [DONE]
+    assert loop.source.unstarted() == [c]
 
-    assert choice.cancel_run(c, "Cancelled from the visualiser") is True
-    assert choice.take_granted_ahead() == grant_c
-    choice.start(Step(name="c"), timeout)
-    [outcome] = choice.collect()
+    assert loop.source.cancel_before_start(c, "Cancelled from the visualiser") is True
+    assert loop.source.next_grant() == grant_c
+    [outcome] = loop.start("c", timeout)
     assert (outcome.task_id, outcome.status, outcome.expl) == (c, FAILED, "Cancelled from the visualiser")
-    assert RAN == ["a", "a", "b"] and slots.started == []  # c never ran, here or in a slot
+    assert RAN == ["a", "a", "b"] and loop.slots.started == []  # c never ran, here or in a slot
 
 
-def test_a_cancel_of_a_task_neither_running_nor_granted_ahead_is_refused():
-    choice, _ = runner_choice(AskingScheduler({"task_id": None}))
-    assert choice.cancel_run(Step(name="a").task_id, "why") is False
-
-
-def test_the_slot_runner_satisfies_the_protocol_and_never_asks_ahead():
-    runner: TaskRunner = SlotRunner(Scheduler(), TaskRunOptions(worker_id="w"), {}, lambda task_id: None)
-    assert runner.take_granted_ahead() is None and runner.granted_ahead() == []
-    assert runner.collect() == []
-    runner.shut_down()
+def test_a_cancel_of_a_task_not_granted_ahead_is_refused():
+    loop = Loop(AskingScheduler({"task_id": None}))
+    assert loop.source.cancel_before_start(Step(name="a").task_id, "why") is False

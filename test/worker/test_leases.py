@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections import deque
 
 from helpers.fake_luigid import FakeLuigid, Reply
 from helpers.luigid import wait_until
@@ -16,8 +15,9 @@ from luigi.rpc import RemoteScheduler, RPCError
 from luigi.task import Task
 from luigi.task_status import PENDING
 from luigi.worker import Worker
-from luigi.worker.leases import AHEAD, Handover, LeaseBook
+from luigi.worker.leases import AHEAD, LeaseBook
 from luigi.worker.lookahead import AheadAsker, Lookahead
+from luigi.worker.work_source import AskAheadSource
 
 # -- the book: only the run the ping was about is let go of --------------------------------------------
 
@@ -126,17 +126,32 @@ def test_a_luigi_luigid_gets_plain_pings(tmp_path):
 # -- grants made ahead: one handed over meanwhile is not started ----------------------------------------
 
 
-class QueuedGrants:
-    """The runner's queue of grants made ahead (what ``RunnerChoice.take_granted_ahead`` hands out)."""
+class Asked:
+    """The scheduler's side of one ask ahead: it granted ``reply``."""
 
-    def __init__(self, *grants):
-        self.grants = deque(grants)
+    def __init__(self, reply):
+        self.reply = reply
 
-    def take_granted_ahead(self):
-        return self.grants.popleft() if self.grants else None
+    def ask_ahead(self, **kwargs):
+        return True
 
-    def put_back_granted_ahead(self, grant):
-        self.grants.appendleft(grant)
+    def take_ahead(self):
+        return self.reply
+
+
+def cut_off_source(scheduler, reply):
+    """Worker w1's work source, holding ``reply``'s grants made ahead, its pings unanswered for an hour."""
+    policy = Lookahead(True)
+    policy.ran(0.0)
+    ahead = AheadAsker(Asked(reply), policy, lambda: None)
+    ahead.before_start("X", True, lambda: {"worker": "w1"})  # X: the task the grants assume DONE
+    ahead.finished("X", True)
+    source = AskAheadSource(
+        scheduler, "w1", 1.0, ahead, lambda timeout: True, lambda: True, dict, lambda t: False, lambda t: None
+    )
+    source.begin_run(pinged=True)
+    source._book.confirmed_at = time.monotonic() - 3600  # its pings went unanswered for an hour
+    return source
 
 
 def test_after_a_long_silence_a_grant_made_ahead_that_was_handed_over_is_dropped():
@@ -144,23 +159,18 @@ def test_after_a_long_silence_a_grant_made_ahead_that_was_handed_over_is_dropped
     for task_id in ("A", "B"):
         sch.add_task(worker="w1", task_id=task_id, status=PENDING, runnable=True)
     reply = sch.get_work(worker="w1", current_tasks=[], assume_done=["X"], max_tasks=2)
-    first, second = reply, {**reply["more_tasks"][0]}
     for task_id in ("A", "B"):
         sch.add_task(worker="w2", task_id=task_id, status=PENDING, runnable=True)
     clock.advance(61)  # w1 is cut off; its grants go back to PENDING and w2 takes one of them
     sch.ping(worker="w2")
     sch.prune()
     taken = sch.get_work(worker="w2")["task_id"]
-    queue = QueuedGrants(first, second)
-    book = LeaseBook(lambda: [grant["task_id"] for grant in queue.grants])
-    book.enable(True)
-    book.pinging = True
-    book.confirmed_at = time.monotonic() - 3600  # its pings went unanswered for an hour
-    handover = Handover(book, sch, "w1", 1.0, queue, lambda task_id: None)
-    kept = handover.take_granted_ahead()
+    source = cut_off_source(sch, reply)
+    kept = source.next_grant()
     assert kept is not None and kept["task_id"] != taken
     assert sch._state.tasks[kept["task_id"]].worker_running == "w1"  # given back: nobody took it
-    assert handover.let_go() == {taken: "w2"}  # dropped unstarted, filed as run by w2
+    assert source.release_handed_over() == {taken: "w2"}  # dropped unstarted, filed as run by w2
+    assert source.unstarted() == []
 
 
 def test_the_ahead_asker_forgets_a_queued_grant():
@@ -188,6 +198,9 @@ class ComesBack:
         self.scheduler = scheduler
         self.back = False
 
+    def scheduler_features(self):
+        return self.scheduler.scheduler_features()
+
     def ping(self, **kwargs):
         if not self.back:
             raise RPCError("Errors (3 attempts) when connecting to remote scheduler: timed out")
@@ -199,17 +212,9 @@ def test_after_a_long_silence_a_grant_made_ahead_waits_until_the_scheduler_answe
     for task_id in ("A", "B"):
         sch.add_task(worker="w1", task_id=task_id, status=PENDING, runnable=True)
     reply = sch.get_work(worker="w1", current_tasks=[], assume_done=["X"], max_tasks=2)
-    queue = QueuedGrants(reply, {**reply["more_tasks"][0]})
-    book = LeaseBook(lambda: [grant["task_id"] for grant in queue.grants])
-    book.enable(True)
-    book.pinging = True
-    book.confirmed_at = time.monotonic() - 3600  # its pings went unanswered for an hour
     scheduler = ComesBack(sch)
-    handover = Handover(book, scheduler, "w1", 1.0, queue, lambda task_id: None)
-    assert handover.take_granted_ahead() is None  # its lease may have run out: nothing starts
-    assert [grant["task_id"] for grant in queue.grants] == [
-        reply["task_id"],
-        reply["more_tasks"][0]["task_id"],
-    ]
+    source = cut_off_source(scheduler, reply)
+    assert source.next_grant() is None  # its lease may have run out: nothing starts
+    assert source.unstarted() == [reply["task_id"], reply["more_tasks"][0]["task_id"]]  # both wait
     scheduler.back = True
-    assert handover.take_granted_ahead()["task_id"] == reply["task_id"]  # confirmed: it starts now
+    assert source.next_grant()["task_id"] == reply["task_id"]  # confirmed: it starts now

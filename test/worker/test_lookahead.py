@@ -242,6 +242,34 @@ def test_a_task_granted_ahead_of_a_link_that_fails_is_not_run_and_goes_back_to_p
     assert (put_back.status, put_back.worker_running) == ("PENDING", None)
 
 
+class CancellingWorker(luigi.worker.Worker):
+    """Cancels the last grant made ahead that waits in its queue, once, as the keep-alive thread would on
+    the scheduler's ``cancel_task`` message."""
+
+    cancelled: str | None = None
+
+    def _get_work(self) -> Any:
+        grant = super()._get_work()
+        waiting = self._source.unstarted()
+        if self.cancelled is None and waiting:
+            self.cancelled = waiting[-1]
+            self.cancel_task(waiting[-1], "Cancelled from the visualiser")
+        return grant
+
+
+def test_a_task_cancelled_while_its_grant_made_ahead_waits_fails_without_running(watched, tmp_path):
+    scheduler, url = watched
+    with CancellingWorker(scheduler=RemoteScheduler(url)) as worker:
+        worker.add(Steps(root=str(tmp_path), count=20))
+        assert worker.run() is False
+
+    cancelled = worker.cancelled
+    assert cancelled is not None and RUNS[cancelled] == 0
+    record = scheduler._state.tasks[cancelled]
+    assert record.status == "FAILED"
+    assert sum(RUNS.values()) == 19  # every other step ran
+
+
 # -- the client's half: ask_ahead / take_ahead ---------------------------------------------------------------
 
 

@@ -6,7 +6,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from luigi.scheduler_api import SchedulerAPI
 from luigi.task import Task
@@ -25,7 +24,7 @@ logger = logging.getLogger("luigi-interface")
 
 
 class SlotRunner:
-    """A ``TaskRunner`` over the worker's ``SlotPool``; it never asks ahead.
+    """A ``TaskRunner`` over the worker's ``SlotPool``.
 
     A slot is forked knowing ``tasks`` (the worker's scheduled tasks, read at each fork); a task's reports
     come back through the pool and are sent to ``scheduler`` from the worker's process. ``opened(task_id)``
@@ -110,18 +109,6 @@ class SlotRunner:
                 logger.info("Killed the run of %s: %s", task_id, reason)
                 outcomes.append(TaskOutcome(task_id, FAILED, reason))
         return outcomes
-
-    def let_go(self, task_id: str) -> bool:
-        """Kill the run of ``task_id`` with its process tree, no outcome kept; False if no slot runs it."""
-        return self.pool.kill_job(task_id)
-
-    def take_granted_ahead(self) -> dict[str, Any] | None:
-        """Never anything: tasks in slots run while the worker asks, so there is no round trip to hide."""
-        return None
-
-    def granted_ahead(self) -> list[str]:
-        """Never anything (see ``take_granted_ahead``)."""
-        return []
 
     def shut_down(self) -> None:
         """Retire idle slots and kill busy ones with everything their tasks started."""
