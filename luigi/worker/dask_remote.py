@@ -8,6 +8,8 @@ From the first event that does not (a FAILURE carrying its exception), events ar
 back with the outcome in ``RemoteRun``, so the luigi worker fires every event once, in the order fired.
 Scheduler messages for a task that accepts them arrive on a Dask queue named after the run; an operator's
 cancel of a run in a task slot arrives on another (the slot is killed with everything its task started).
+The task comes by reference (``luigi.worker.remote_task``) and is rebuilt here: the Dask scheduler, which
+unpickles what is submitted, needs only ``luigi`` and ``distributed``, this Dask worker the task's module.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from luigi.task import Task
 from luigi.task_status import FAILED
+from luigi.worker.remote_task import TaskPayload, task_of
 from luigi.worker.task_process import (
     FORWARDABLE_REPORTS,
     OutcomeBox,
@@ -182,17 +185,19 @@ class DaskMessageQueue:
 
 
 def run_on_dask_worker(
-    task: Task,
+    payload: TaskPayload,
     options: TaskRunOptions,
     topic: str,
     run_key: str,
     timeout: float | None,
     deadline: float | None,
 ) -> RemoteRun:
-    """Run ``task`` on this Dask worker as a local run would; with a ``timeout``, in a killable slot.
+    """Run the task on this Dask worker as a local run would; with a ``timeout``, in a killable slot.
 
-    ``deadline`` (wall clock) is when the timeout, counted from the submission, runs out.
+    ``payload`` names the task by reference (rebuilt here, so only this worker needs its module) or is the
+    task itself; ``deadline`` (wall clock) is when the timeout, counted from the submission, runs out.
     """
+    task = task_of(payload)
     channel = EventChannel(topic, run_key, task)
     messages = DaskMessageQueue(run_key, task.task_id) if task.accepts_messages else None
     reporter = _ForwardingReporter(channel, messages)

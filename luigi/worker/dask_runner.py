@@ -2,7 +2,9 @@
 
 The worker still walks the graph, talks to the scheduler and pings; ``DaskRunner`` only moves each task's
 run to the cluster, where ``luigi.worker.dask_remote.run_on_dask_worker`` runs it as a local run would. A
-task is shipped by Dask's own transport (cloudpickle). While it runs, its progress reports and its events
+task is shipped by reference (its module, family and serialized parameters: ``luigi.worker.remote_task``)
+and rebuilt on the Dask worker, so the Dask scheduler never needs the users' modules; a task that cannot be
+rebuilt by name (defined in ``__main__``...) goes by Dask's own serialization, with a warning. While it runs, its progress reports and its events
 come back on a Dask event topic of this runner: reports go on to the scheduler through the worker's status
 reporter, events are fired on the worker's own task object, so event handlers registered in the worker
 process see them as the task fires them (the few that carry more than plain data come with the outcome).
@@ -36,6 +38,7 @@ from luigi.worker.dask_remote import (
     run_on_dask_worker,
 )
 from luigi.worker.messages import Message
+from luigi.worker.remote_task import ByReference
 from luigi.worker.task_process import (
     FORWARDABLE_REPORTS,
     TaskOutcome,
@@ -108,6 +111,7 @@ class DaskRunner:
         # Runs an operator cancelled, and why: cancelled by ``collect`` in the worker loop.
         self._cancelled: dict[str, str] = {}
         self._cancelled_lock = threading.Lock()
+        self._by_reference = ByReference("Dask", "the Dask workers")
 
     def _connect(self) -> DaskClient:
         """A Dask client whose reports topic is new: reports of an earlier run cannot reach this one."""
@@ -126,7 +130,7 @@ class DaskRunner:
         run_key = f"{task_id}-{uuid.uuid4().hex}"
         future = self._client.submit(
             run_on_dask_worker,
-            task,
+            self._by_reference.payload(task),
             run_options(self._options, trace_parent),
             self._topic,
             run_key,

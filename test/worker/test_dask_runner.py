@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import threading
 from pathlib import Path
 
 import pytest
-from helpers.dask_cluster import DaskCluster
+from helpers.dask_cluster import TASK_MODULE, DaskCluster, scheduler_can_import
 from helpers.dask_tasks import (
     FailsOnDask,
     FansOutOnDask,
@@ -23,6 +24,7 @@ from helpers.dask_tasks import (
 from helpers.luigid import pid_alive, wait_until
 from helpers.scheduler import LockedScheduler
 
+import luigi
 from luigi.event import Event
 from luigi.scheduler import Scheduler
 from luigi.scheduler.extensions import CANCELLED_EXPLANATION
@@ -50,6 +52,41 @@ def test_a_dask_worker_runs_its_tasks_spread_over_the_cluster_and_none_in_its_ow
     assert len(pids) == 24
     assert set(pids) == dask_cluster.worker_pids()
     assert os.getpid() not in pids
+
+
+def test_tasks_go_by_reference_so_a_dask_scheduler_without_their_module_runs_the_pipeline(
+    dask_cluster: DaskCluster, tmp_path: Path
+) -> None:
+    assert not scheduler_can_import(TASK_MODULE, dask_cluster.scratch)  # as in a real deployment
+    dask_cluster.configure()
+    pipeline = FansOutOnDask(str(tmp_path), 8, 0.0)
+    with Worker(scheduler=Scheduler(), worker_processes=2) as worker:
+        worker.add(pipeline)
+        assert worker.run() is True
+    assert pipeline.complete()
+    assert set(recorded_pids(tmp_path)) <= dask_cluster.worker_pids()
+
+
+def test_a_task_not_importable_by_name_goes_by_dask_serialization_with_a_warning_and_runs(
+    dask_cluster: DaskCluster, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    class DefinedInATest(luigi.Task):  # pickled by value: the Dask scheduler needs only luigi for it
+        root = luigi.Parameter()
+
+        def output(self) -> luigi.LocalTarget:
+            return luigi.LocalTarget(os.path.join(self.root, "pid-local.json"))
+
+        def run(self) -> None:
+            with self.output().open("w") as out:
+                json.dump({"pid": os.getpid()}, out)
+
+    dask_cluster.configure()
+    with caplog.at_level(logging.WARNING, logger="luigi-interface"), Worker(scheduler=Scheduler()) as worker:
+        worker.add(DefinedInATest(str(tmp_path)))
+        assert worker.run() is True
+    assert set(recorded_pids(tmp_path)) <= dask_cluster.worker_pids()
+    assert "DefinedInATest goes to the Dask workers by Dask's own serialization" in caplog.text
+    assert "defined inside a function?" in caplog.text
 
 
 def test_status_messages_and_progress_from_the_cluster_reach_the_scheduler(
