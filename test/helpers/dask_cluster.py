@@ -46,6 +46,9 @@ class DaskCluster:
     def worker_pids(self) -> set[int]:
         return {process.pid for process in self.workers.values()}
 
+    def workers_alive(self) -> bool:
+        return all(process.poll() is None for process in self.workers.values())
+
     def configure(self, **worker_options: str) -> None:
         """Make the current test's workers run their tasks on this cluster."""
         config = luigi.configuration.get_config()
