@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -140,6 +141,7 @@ def ray_cluster(scratch: Path) -> Iterator[None]:
         yield
     finally:
         _stop([head])
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def timed(tasks: int, cpu_ms: int, root: Path) -> float:

@@ -115,7 +115,8 @@ def run_on_ray_worker(
     import ray
 
     task = task_of(payload)
-    events = EventChannel(lambda message: channel.report.remote(message), run_key, task)
+    # Each report waits until the channel has it: an async actor may run calls out of their order.
+    events = EventChannel(lambda message: ray.get(channel.report.remote(message)), run_key, task)
     mailbox = RayMailbox(channel, run_key) if task.accepts_messages else None
 
     def cancel_reason() -> str | None:

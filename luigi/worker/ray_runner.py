@@ -12,6 +12,7 @@ already is one.
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +24,8 @@ from luigi.worker.remote_run import RemoteRun
 from luigi.worker.remote_task import TaskPayload
 from luigi.worker.task_process import TaskRunOptions
 
+# How long the head's port has to answer before the worker gives up on the cluster.
+_CONNECT_TIMEOUT_SECONDS = 10.0
 # How long the reports thread waits on the channel in one call (also how soon it sees ``_close``).
 _REPORTS_POLL_SECONDS = 0.5
 
@@ -61,6 +64,7 @@ class RayRunner(ClusterRunner):
                 "[worker] executor = ray needs the Ray cluster's address: set [ray] address"
             )
         if not ray.is_initialized():
+            _check_reachable(self._address)
             try:
                 ray.init(address=self._address, log_to_driver=False)
             except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -146,6 +150,19 @@ class RayRunner(ClusterRunner):
         if self._joined:
             self._ray.shutdown()
             self._joined = False
+
+
+def _check_reachable(address: str) -> None:
+    """Fail at once, naming the setting, when nothing answers at ``host:port`` (Ray itself waits minutes)."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # another form Ray knows ("auto"...): Ray checks it
+    try:
+        socket.create_connection((host, int(port)), timeout=_CONNECT_TIMEOUT_SECONDS).close()
+    except OSError as exc:
+        raise RayUnavailableError(
+            f"Cannot reach the Ray cluster at {address} ([ray] address): {exc}"
+        ) from exc
 
 
 def _import_ray() -> Any:

@@ -15,10 +15,11 @@ from helpers.dask_tasks import (
     RunsUntilCancelled,
     recorded_pids,
 )
-from helpers.luigid import pid_alive, wait_until
+from helpers.luigid import free_port, pid_alive, wait_until
 from helpers.ray_cluster import RayCluster
 from helpers.scheduler import LockedScheduler
 
+import luigi
 from luigi.scheduler import Scheduler
 from luigi.scheduler.extensions import CANCELLED_EXPLANATION
 from luigi.task_status import FAILED
@@ -100,6 +101,18 @@ def test_the_ray_executor_without_an_address_names_the_setting_to_set(ray_cluste
     from luigi.worker.ray_runner import RayUnavailableError
 
     with pytest.raises(RayUnavailableError, match=r"set \[ray\] address"):
+        Worker(scheduler=Scheduler(), executor="ray")
+
+
+def test_a_ray_address_where_nothing_answers_fails_at_once_naming_the_setting(
+    ray_cluster: RayCluster,
+) -> None:
+    from luigi.worker.ray_runner import RayUnavailableError
+
+    luigi.configuration.get_config().set("ray", "address", f"127.0.0.1:{free_port()}")
+    with pytest.raises(
+        RayUnavailableError, match=r"Cannot reach the Ray cluster at 127.0.0.1:\d+ \(\[ray\] address\)"
+    ):
         Worker(scheduler=Scheduler(), executor="ray")
 
 
