@@ -136,7 +136,7 @@ def test_python_m_luigi_runs_the_task_and_prints_the_summary(project):
 
 
 # What a --local-scheduler run with one worker does not need: the server, the databases, the RPC client and
-# HTTP, e-mail, the pool of parallel scheduling, the forked task slots, the Dask runner.
+# HTTP, e-mail, the pool of parallel scheduling, the forked task slots, the cluster runners, dask, ray.
 NOT_LOADED_BY_A_LOCAL_RUN = [
     "tornado",
     "sqlalchemy",
@@ -149,6 +149,9 @@ NOT_LOADED_BY_A_LOCAL_RUN = [
     "luigi.db_task_history",
     "luigi.worker.slots",
     "luigi.worker.dask_runner",
+    "luigi.worker.ray_runner",
+    "distributed",
+    "ray",
 ]
 IMPORTS_SEEN = textwrap.dedent(
     """

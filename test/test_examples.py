@@ -224,6 +224,27 @@ def test_dask_fan_out_runs_every_chunk_on_the_cluster_and_adds_them_up(tmp_path,
     assert {int(where.rsplit(":", 1)[1]) for where in summary["ran_in"]} == dask_cluster.worker_pids()
 
 
+# -- examples/ray_fanout.py against the test's Ray cluster (a head node with two CPUs) ------------------
+
+from helpers.ray_cluster import RayCluster, ray_cluster  # noqa: E402, F401  # a real local Ray cluster
+
+from examples.ray_fanout import hits_in_batch  # noqa: E402
+
+
+def test_ray_fan_out_runs_every_batch_on_ray_workers_and_adds_them_up(tmp_path, ray_cluster: RayCluster):  # noqa: F811
+    done = luigi_command(
+        ["--module", "examples.ray_fanout", "EstimatePi", "--batches", "6", "--workers", "2"]
+        + ["--worker-executor", "ray", "--ray-address", ray_cluster.address],
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-5000:]
+    summary = json.loads((tmp_path / "ray_fanout" / "pi-6.json").read_text())
+    assert summary["hits"] == sum(hits_in_batch(batch, 200_000) for batch in range(6))
+    assert 3.1 < summary["pi"] < 3.2
+    pids = {int(where.rsplit(":", 1)[1]) for where in summary["ran_in"]}
+    assert len(pids) >= 2 and pids <= ray_cluster.worker_pids()
+
+
 # -- examples/top_artists.py: local files, the HDFS stand-ins, and Spark -------------------------------
 
 from helpers.hdfs_cluster import HdfsCluster, hadoop_cli, hdfs_cluster  # noqa: E402, F401  # HDFS stand-ins

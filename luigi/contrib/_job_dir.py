@@ -10,7 +10,6 @@ that file, not the batch system's word, is what says the work was done.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import re
@@ -26,6 +25,19 @@ from typing import Any
 
 import luigi
 from luigi import task_status
+from luigi.worker.remote_task import (  # one mechanism for shipping a task by reference
+    TaskNotRebuildableError,
+    check_parameters_survive,
+    check_rebuildable,
+    serialized_params,
+)
+
+__all__ = [  # the shipping names stay importable from here, where the batch runners found them
+    "TaskNotRebuildableError",
+    "check_parameters_survive",
+    "check_rebuildable",
+    "serialized_params",
+]
 
 JOB_FILE = "job.json"
 JOB_FORMAT = 1
@@ -36,50 +48,8 @@ STDOUT_FILE = "job.out"
 STDERR_FILE = "job.err"
 
 
-class TaskNotRebuildableError(ValueError):
-    """The task cannot be rebuilt in the batch job from its module, family and parameters."""
-
-
 class JobSpecError(ValueError):
     """``job.json`` is missing or not one this runner can read."""
-
-
-def serialized_params(task: luigi.Task) -> dict[str, str]:
-    """Every parameter value of ``task`` serialized, private and insignificant ones included."""
-    params = dict(task.get_params())
-    return {name: params[name].serialize(value) for name, value in task.param_kwargs.items()}
-
-
-def check_rebuildable(task: luigi.Task, params: dict[str, str]) -> None:
-    """Raise TaskNotRebuildableError unless importing the module and parsing ``params`` gives ``task``."""
-    cls = type(task)
-    where = f"{task.task_family} (class {cls.__qualname__} in module {cls.__module__})"
-    if cls.__module__ == "__main__":
-        raise TaskNotRebuildableError(
-            f"{where} is defined in the script being run, which the batch job cannot import: "
-            "move it into a module on the Python path"
-        )
-    found: Any = importlib.import_module(cls.__module__)
-    for part in cls.__qualname__.split("."):
-        found = getattr(found, part, None)
-    if found is not cls:
-        raise TaskNotRebuildableError(
-            f"{where} is not reachable by name from its module (defined inside a function?), so the batch "
-            "job cannot import it: define it at the top level of a module"
-        )
-    check_parameters_survive(task, params, where)
-
-
-def check_parameters_survive(task: luigi.Task, params: dict[str, str], where: str) -> None:
-    """Raise TaskNotRebuildableError unless parsing ``params`` gives back every parameter of ``task``."""
-    rebuilt = type(task).from_str_params(params).param_kwargs
-    changed = sorted(name for name, value in task.param_kwargs.items() if rebuilt.get(name) != value)
-    if changed:
-        raise TaskNotRebuildableError(
-            f"{where}: parameter(s) {', '.join(changed)} do not survive serialization, so the batch job "
-            "would run a different task: use parameter types whose parse(serialize(value)) gives the value "
-            "back"
-        )
 
 
 def make_job_dir(task: luigi.Task, shared_tmp_dir: str) -> str:

@@ -1,5 +1,5 @@
-"""The ``[worker]`` section (every knob of the worker loop, with Luigi's defaults), ``[dask]`` and
-``[task_log]``."""
+"""The ``[worker]`` section (every knob of the worker loop, with Luigi's defaults), ``[dask]``, ``[ray]``
+and ``[task_log]``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from luigi.task import Config
 
 EXECUTOR_LOCAL = "local"
 EXECUTOR_DASK = "dask"
+EXECUTOR_RAY = "ray"
 
 
 def _core_alias(name: str) -> dict[str, str]:
@@ -87,8 +88,8 @@ class worker(Config):
     )
     executor = parameter.ChoiceParameter(
         default=EXECUTOR_LOCAL,
-        choices=(EXECUTOR_LOCAL, EXECUTOR_DASK),
-        description="Where tasks run: 'local' (this process or task slots) or 'dask' (on a Dask cluster).",
+        choices=(EXECUTOR_LOCAL, EXECUTOR_DASK, EXECUTOR_RAY),
+        description="Where tasks run: 'local' (this process or task slots), 'dask' or 'ray' (on a cluster).",
     )
 
 
@@ -100,6 +101,14 @@ class dask(Config):
     )
     connect_timeout = parameter.FloatParameter(
         default=30.0, description="Seconds to wait for the Dask scheduler to answer when the worker starts."
+    )
+
+
+class ray(Config):
+    """Options of the ``[ray]`` section: the cluster that ``[worker] executor = ray`` runs tasks on."""
+
+    address = parameter.Parameter(
+        default="", description="Address of the Ray cluster's head (host:port of `ray start --head`)."
     )
 
 

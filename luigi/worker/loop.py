@@ -33,7 +33,8 @@ from luigi.task import Task
 from luigi.task_register import load_task
 from luigi.task_status import DONE, FAILED, RUNNING
 from luigi.worker import identity, log_redaction, process_tree
-from luigi.worker.config import EXECUTOR_DASK, dask, worker
+from luigi.worker.config import EXECUTOR_DASK, EXECUTOR_LOCAL, EXECUTOR_RAY, dask, worker
+from luigi.worker.config import ray as ray_section
 from luigi.worker.execution import InProcessRunner, RunnerChoice, TaskRunner
 from luigi.worker.get_work_reply import WORKER_STATE_DISABLED, WorkGrant
 from luigi.worker.graph_walk import FailureEmails, GraphWalk, TaskLedger, retry_policy_dict, validate_task
@@ -153,7 +154,7 @@ class Worker:
 
     def _build_runner(self) -> TaskRunner:
         """The runner of this worker's tasks: a ``RunnerChoice`` between this process and task slots, or
-        a ``DaskRunner`` with ``[worker] executor = dask``.
+        a ``DaskRunner`` with ``[worker] executor = dask``, a ``RayRunner`` with ``executor = ray``.
 
         The one place runners are made; another runner (or a subclass's) plugs in here.
         """
@@ -166,7 +167,7 @@ class Worker:
             task_process_context=config.task_process_context,
         )
         self._run_options.append(options)
-        # The Dask and slot runners are imported when chosen: a serial run in this process needs neither.
+        # The cluster and slot runners are imported when chosen: a serial run in this process needs none.
         if config.executor == EXECUTOR_DASK:
             from luigi.worker.dask_runner import DaskRunner
 
@@ -174,6 +175,10 @@ class Worker:
             return DaskRunner(
                 self._rpc, options, cluster.scheduler_address, cluster.connect_timeout, self._messages.open
             )
+        if config.executor == EXECUTOR_RAY:
+            from luigi.worker.ray_runner import RayRunner
+
+            return RayRunner(self._rpc, options, ray_section().address, self._messages.open)
         tag = self._process_tag
         in_process = self._in_process = InProcessRunner(self._rpc, options, self._messages.open, tag)
         slot_options = dataclasses.replace(options, in_child_process=True)
@@ -393,8 +398,8 @@ class Worker:
             options.task_log_redact = self._task_log_redact
 
     def _scheduler_keeps_task_logs(self) -> bool:
-        if self._config.task_log_max_bytes <= 0 or self._config.executor == EXECUTOR_DASK:
-            return False  # off; or tasks run in threads of Dask workers, whose output cannot be told apart
+        if self._config.task_log_max_bytes <= 0 or self._config.executor != EXECUTOR_LOCAL:
+            return False  # off; or tasks run on a cluster's workers, whose output is not captured
         try:
             return bool(self._rpc.scheduler_features().get("task_logs"))
         except RPCError:  # a Luigi luigid has no such method: it keeps no logs

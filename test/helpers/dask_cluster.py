@@ -4,8 +4,11 @@ Use from a test module with ``pytest_plugins = ["helpers.dask_cluster"]``. ``das
 session-scoped (one per xdist worker); ``own_dask_cluster`` is a fresh one for a test that kills a worker.
 Both need the ``distributed`` package (extra ``dask``) and keep what Dask writes in a temp dir. The
 scheduler gives up on a task at the first worker lost under it (``allowed-failures = 0``), so a dead Dask
-worker reaches luigi as a failed task, to be retried under luigi's rules. Tasks' modules are importable on
-the Dask workers because ``test/`` and the repository are on their ``PYTHONPATH``, as for any remote worker.
+worker reaches luigi as a failed task, to be retried under luigi's rules.
+
+As clusters are really run, the Dask scheduler cannot import the tasks' modules: it runs in a folder of its
+own with only ``luigi`` on its ``PYTHONPATH`` (checked at start: ``helpers.dask_tasks`` must not import
+there). The Dask workers can, because ``test/`` and the repository are on theirs, as for any remote worker.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ class DaskCluster:
     def worker_pids(self) -> set[int]:
         return {process.pid for process in self.workers.values()}
 
+    def workers_alive(self) -> bool:
+        return all(process.poll() is None for process in self.workers.values())
+
     def configure(self, **worker_options: str) -> None:
         """Make the current test's workers run their tasks on this cluster."""
         config = luigi.configuration.get_config()
@@ -68,9 +74,10 @@ class DaskCluster:
                 process.wait(STOP_TIMEOUT)
 
 
-def _environment(scratch: Path) -> dict[str, str]:
-    paths = (str(TEST_DIR), str(TEST_DIR.parent), os.environ.get("PYTHONPATH", ""))  # helpers, examples
-    python_path = os.pathsep.join(path for path in paths if path)
+TASK_MODULE = "helpers.dask_tasks"  # what the workers import and the scheduler must not
+
+
+def _environment(scratch: Path, python_path: str) -> dict[str, str]:
     return {
         **os.environ,
         "PYTHONPATH": python_path,
@@ -80,10 +87,37 @@ def _environment(scratch: Path) -> dict[str, str]:
     }
 
 
-def _spawn(args: list[str], scratch: Path, log_name: str) -> subprocess.Popen[bytes]:
+def worker_python_path() -> str:
+    """The Dask workers' path: ``test/`` (helpers), the repository (examples, luigi) and the caller's."""
+    paths = (str(TEST_DIR), str(TEST_DIR.parent), os.environ.get("PYTHONPATH", ""))
+    return os.pathsep.join(path for path in paths if path)
+
+
+def luigi_only_python_path(scratch: Path) -> str:
+    """A folder holding only this checkout's ``luigi`` (a link), so nothing else of the repository imports."""
+    folder = scratch / "luigi-only"
+    folder.mkdir(exist_ok=True)
+    link = folder / "luigi"
+    if not link.exists():
+        link.symlink_to(TEST_DIR.parent / "luigi", target_is_directory=True)
+    return str(folder)
+
+
+def scheduler_can_import(module: str, scratch: Path) -> bool:
+    """Whether ``module`` imports in the Dask scheduler's folder and environment."""
+    where = scratch / "scheduler"
+    where.mkdir(exist_ok=True)
+    probe = [sys.executable, "-c", f"import {module}"]
+    env = _environment(scratch, luigi_only_python_path(scratch))
+    return subprocess.run(probe, cwd=where, env=env, capture_output=True).returncode == 0
+
+
+def _spawn(
+    args: list[str], scratch: Path, cwd: Path, python_path: str, log_name: str
+) -> subprocess.Popen[bytes]:
     log = open(scratch / log_name, "wb")  # noqa: SIM115 - the process keeps writing after we return
     return subprocess.Popen(
-        [sys.executable, "-m", *args], cwd=scratch, env=_environment(scratch), stdout=log, stderr=log
+        [sys.executable, "-m", *args], cwd=cwd, env=_environment(scratch, python_path), stdout=log, stderr=log
     )
 
 
@@ -99,19 +133,27 @@ def _worker_count(address: str) -> int:
 
 
 def start_cluster(scratch: Path, workers: int = 2) -> DaskCluster:
-    """Start a scheduler and ``workers`` workers (two threads each) on free loopback ports in ``scratch``."""
+    """Start a scheduler (without the task modules) and ``workers`` workers (two threads each, with them)
+    on free loopback ports in ``scratch``."""
     require_module("distributed", "dask")
     scratch.mkdir(parents=True, exist_ok=True)
+    assert not scheduler_can_import(TASK_MODULE, scratch), "the Dask scheduler must not see the task modules"
     port = free_port()
     address = f"tcp://{LOOPBACK}:{port}"
     scheduler_args = ["distributed.cli.dask_scheduler", "--host", LOOPBACK, "--port", str(port)]
-    scheduler = _spawn([*scheduler_args, "--no-dashboard"], scratch, "scheduler.log")
+    scheduler = _spawn(
+        [*scheduler_args, "--no-dashboard"],
+        scratch,
+        scratch / "scheduler",
+        luigi_only_python_path(scratch),
+        "scheduler.log",
+    )
     cluster = DaskCluster(address, scratch, scheduler)
     for number in range(1, workers + 1):
         name = f"dask-worker-{number}"
         worker_args = ["distributed.cli.dask_worker", address, "--host", LOOPBACK, "--name", name]
         worker_args += ["--no-nanny", "--nthreads", "2", "--no-dashboard", "--local-directory", str(scratch)]
-        cluster.workers[name] = _spawn(worker_args, scratch, f"{name}.log")
+        cluster.workers[name] = _spawn(worker_args, scratch, scratch, worker_python_path(), f"{name}.log")
     try:
         wait_until(lambda: _worker_count(address) == workers, START_TIMEOUT, f"{workers} Dask workers")
     except AssertionError:

@@ -1,4 +1,5 @@
-"""Tasks the Dask executor's tests run on the cluster: importable there, as ``helpers.dask_tasks``.
+"""Tasks the cluster executors' tests (Dask, Ray) run on the cluster: importable there, as
+``helpers.dask_tasks``.
 
 Each records where it ran (pid and host) in its output, so a test can tell which process ran it.
 """
@@ -13,6 +14,11 @@ import time
 from pathlib import Path
 
 import luigi
+
+
+def recorded_pids(root: Path) -> list[int]:
+    """The pids that the ``RecordsWhereItRan`` tasks under ``root`` recorded, in file order."""
+    return [json.loads(path.read_text())["pid"] for path in sorted(root.glob("pid-*.json"))]
 
 
 def where_it_ran() -> dict[str, object]:

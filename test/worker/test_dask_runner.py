@@ -3,39 +3,30 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import threading
 from pathlib import Path
 
 import pytest
-from helpers.dask_cluster import DaskCluster
+from helpers.dask_cluster import TASK_MODULE, DaskCluster, scheduler_can_import
 from helpers.dask_tasks import (
-    FailsOnDask,
     FansOutOnDask,
-    ListensOnDask,
-    RecordsWhereItRan,
     RunsUntilCancelled,
-    SleepsPastItsTimeout,
-    WaitsForItsStartEvent,
-    YieldsADependency,
+    recorded_pids,
 )
 from helpers.luigid import pid_alive, wait_until
 from helpers.scheduler import LockedScheduler
 
-from luigi.event import Event
+import luigi
 from luigi.scheduler import Scheduler
 from luigi.scheduler.extensions import CANCELLED_EXPLANATION
-from luigi.task import Task
-from luigi.task_status import DONE, FAILED, RUNNING
+from luigi.task_status import FAILED
 from luigi.worker import Worker
 from luigi.worker.dask_runner import DaskRunner, DaskUnavailableError
 
 pytest_plugins = ["helpers.dask_cluster"]
-
-
-def recorded_pids(root: Path) -> list[int]:
-    return [json.loads(path.read_text())["pid"] for path in sorted(root.glob("pid-*.json"))]
 
 
 def test_a_dask_worker_runs_its_tasks_spread_over_the_cluster_and_none_in_its_own_process(
@@ -52,137 +43,39 @@ def test_a_dask_worker_runs_its_tasks_spread_over_the_cluster_and_none_in_its_ow
     assert os.getpid() not in pids
 
 
-def test_status_messages_and_progress_from_the_cluster_reach_the_scheduler(
+def test_tasks_go_by_reference_so_a_dask_scheduler_without_their_module_runs_the_pipeline(
     dask_cluster: DaskCluster, tmp_path: Path
 ) -> None:
+    assert not scheduler_can_import(TASK_MODULE, dask_cluster.scratch)  # as in a real deployment
     dask_cluster.configure()
-    scheduler = Scheduler()
-    task = RecordsWhereItRan(str(tmp_path), 7, 0.5)
-    with Worker(scheduler=scheduler) as worker:
-        worker.add(task)
+    pipeline = FansOutOnDask(str(tmp_path), 8, 0.0)
+    with Worker(scheduler=Scheduler(), worker_processes=2) as worker:
+        worker.add(pipeline)
         assert worker.run() is True
-    assert scheduler.get_task_status_message(task.task_id)["statusMessage"] == "working on 7"
-    assert scheduler.get_task_progress_percentage(task.task_id)["progressPercentage"] == 50
+    assert pipeline.complete()
+    assert set(recorded_pids(tmp_path)) <= dask_cluster.worker_pids()
 
 
-def test_a_failure_on_the_cluster_fails_the_task_with_the_remote_traceback_and_fires_here(
-    dask_cluster: DaskCluster, tmp_path: Path, events
+def test_a_task_not_importable_by_name_goes_by_dask_serialization_with_a_warning_and_runs(
+    dask_cluster: DaskCluster, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    seen, listen = events
-    listen(Event.START, Event.FAILURE, Event.SUCCESS)
-    dask_cluster.configure()
-    scheduler = Scheduler()
-    task = FailsOnDask(str(tmp_path))
-    with Worker(scheduler=scheduler) as worker:
-        worker.add(task)
-        assert worker.run() is False
-    error = scheduler.fetch_error(task.task_id)["error"]
-    assert "Traceback" in error and "ValueError: broken on purpose in pid" in error
-    assert f"in pid {os.getpid()}" not in error
-    assert [name for name, _ in seen] == [Event.START, Event.FAILURE]
-    assert all(args[0] is task for _, args in seen)
-    assert isinstance(seen[1][1][1], ValueError)
+    class DefinedInATest(luigi.Task):  # pickled by value: the Dask scheduler needs only luigi for it
+        root = luigi.Parameter()
 
+        def output(self) -> luigi.LocalTarget:
+            return luigi.LocalTarget(os.path.join(self.root, "pid-local.json"))
 
-def test_events_of_a_task_run_on_the_cluster_fire_in_the_worker_process(
-    dask_cluster: DaskCluster, tmp_path: Path, events
-) -> None:
-    seen, listen = events
-    listen(Event.START, Event.SUCCESS, Event.PROCESSING_TIME)
+        def run(self) -> None:
+            with self.output().open("w") as out:
+                json.dump({"pid": os.getpid()}, out)
+
     dask_cluster.configure()
-    task = RecordsWhereItRan(str(tmp_path), 1, 0.0)
-    with Worker(scheduler=Scheduler()) as worker:
-        worker.add(task)
+    with caplog.at_level(logging.WARNING, logger="luigi-interface"), Worker(scheduler=Scheduler()) as worker:
+        worker.add(DefinedInATest(str(tmp_path)))
         assert worker.run() is True
-    assert [name for name, _ in seen] == [Event.START, Event.PROCESSING_TIME, Event.SUCCESS]
-    assert seen[0][1] == (task,)
-
-
-@pytest.mark.parametrize("timed", [False, True], ids=["in-thread", "in-a-slot"])
-def test_events_fire_in_the_worker_process_while_the_task_still_runs_on_the_cluster(
-    dask_cluster: DaskCluster, tmp_path: Path, timed: bool
-) -> None:
-    seen: list[str] = []
-
-    def on_start(task: Task) -> None:
-        seen.append(Event.START)
-        (tmp_path / "start-seen").touch()  # the task on the cluster waits for this before it finishes
-
-    def on_success(task: Task) -> None:
-        seen.append(Event.SUCCESS)
-
-    dask_cluster.configure()
-    task = WaitsForItsStartEvent(str(tmp_path), timed)
-    try:
-        Task.event_handler(Event.START)(on_start)
-        Task.event_handler(Event.SUCCESS)(on_success)
-        with Worker(scheduler=Scheduler()) as worker:
-            worker.add(task)
-            assert worker.run() is True
-    finally:
-        Task.remove_event_handler(Event.START, on_start)
-        Task.remove_event_handler(Event.SUCCESS, on_success)
-    assert task.complete()
-    assert seen == [Event.START, Event.SUCCESS]
-
-
-@pytest.mark.parametrize("timed", [False, True], ids=["in-thread", "in-a-slot"])
-def test_scheduler_messages_reach_a_task_on_the_cluster_which_answers_them(
-    dask_cluster: DaskCluster, tmp_path: Path, timed: bool
-) -> None:
-    dask_cluster.configure()
-    scheduler = LockedScheduler(Scheduler(send_messages=True))
-    task = ListensOnDask(str(tmp_path), timed)
-    with Worker(scheduler=scheduler, ping_interval=0.05) as worker:
-        worker.add(task)
-        runner = threading.Thread(target=worker.run)
-        runner.start()
-        wait_until(lambda: scheduler.task_list(RUNNING, "").get(task.task_id), 60, "the task to run")
-        sent = scheduler.send_scheduler_message(worker=worker._id, task=task.task_id, content="ping?")
-        answer = wait_until(
-            lambda: scheduler.get_scheduler_message_response(task.task_id, sent["message_id"])["response"],
-            60,
-            "the task's answer",
-        )
-        runner.join(timeout=60)
-    assert not runner.is_alive()
-    assert (tmp_path / f"heard-{timed}").read_text() == "ping?"
-    heard_in = int(answer.rsplit(" ", 1)[1])
-    assert answer.startswith("heard ping? in ") and heard_in != os.getpid()
-
-
-def test_dynamic_dependencies_yielded_on_the_cluster_are_scheduled_and_run_there(
-    dask_cluster: DaskCluster, tmp_path: Path
-) -> None:
-    dask_cluster.configure()
-    scheduler = Scheduler()
-    parent = YieldsADependency(str(tmp_path))
-    with Worker(scheduler=scheduler) as worker:
-        worker.add(parent)
-        assert worker.run() is True
-    record = json.loads(Path(parent.output().path).read_text())
-    assert {record["dependency"]["pid"], record["parent"]["pid"]} <= dask_cluster.worker_pids()
-    dependency = RecordsWhereItRan(str(tmp_path), 99, 0.0)
-    assert scheduler.task_list(DONE, "").keys() == {parent.task_id, dependency.task_id}
-
-
-def test_a_task_past_its_timeout_fails_and_its_work_on_the_dask_worker_is_killed(
-    dask_cluster: DaskCluster, tmp_path: Path, events
-) -> None:
-    seen, listen = events
-    listen(Event.TIMEOUT)
-    dask_cluster.configure()
-    scheduler = Scheduler()
-    task = SleepsPastItsTimeout(str(tmp_path))
-    with Worker(scheduler=scheduler) as worker:
-        worker.add(task)
-        assert worker.run() is False
-    assert "timed out after 1.0 seconds" in scheduler.fetch_error(task.task_id)["error"]
-    sleeper = int((tmp_path / "sleeper.pid").read_text())
-    assert sleeper not in dask_cluster.worker_pids()
-    wait_until(lambda: not pid_alive(sleeper), 10, "the timed-out task's process to be killed")
-    assert all(process.poll() is None for process in dask_cluster.workers.values())
-    assert [name for name, _ in seen] == [Event.TIMEOUT]
+    assert set(recorded_pids(tmp_path)) <= dask_cluster.worker_pids()
+    assert "DefinedInATest goes to the Dask workers by Dask's own serialization" in caplog.text
+    assert "defined inside a function?" in caplog.text
 
 
 @pytest.mark.parametrize("timed", [True, False], ids=["in-a-slot", "in-a-dask-thread"])

@@ -1,0 +1,126 @@
+"""What runs on a Ray worker for ``[worker] executor = ray``: one task's run (``luigi.worker.remote_run``)
+over a Ray actor of the luigi worker's runner, its ``RunChannel``.
+
+The channel carries the run's reports and live events to the luigi worker, its scheduler messages to the
+run, and an operator's cancel of a run in a task slot. The task comes by reference
+(``luigi.worker.remote_task``) and is rebuilt here, so only the Ray workers need the task's module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+from typing import Any
+
+from luigi.worker.remote_run import EventChannel, RemoteRun, run_remote
+from luigi.worker.remote_task import TaskPayload, task_of
+from luigi.worker.task_process import TaskRunOptions
+
+# How long one wait of a mailbox without a timeout lasts on the actor before it asks again.
+_LONGEST_MESSAGE_WAIT = 30.0
+
+
+class RunChannel:
+    """A Ray actor (made by the runner with ``ray.remote``) between the luigi worker and its runs.
+
+    Runs ``report`` their reports and events; the luigi worker ``take_reports``. The luigi worker posts
+    scheduler messages and cancels by run key; runs read them.
+    """
+
+    def __init__(self) -> None:
+        self._reports: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._mailboxes: dict[str, asyncio.Queue[dict[str, Any]]] = {}
+        self._cancels: dict[str, str] = {}
+
+    async def report(self, message: dict[str, Any]) -> None:
+        self._reports.put_nowait(message)
+
+    async def take_reports(self, timeout: float) -> list[dict[str, Any]]:
+        """Every report waiting; if none, the first to arrive within ``timeout`` seconds (or none)."""
+        try:
+            first = await asyncio.wait_for(self._reports.get(), timeout)
+        except asyncio.TimeoutError:
+            return []
+        taken = [first]
+        while not self._reports.empty():
+            taken.append(self._reports.get_nowait())
+        return taken
+
+    def _mailbox(self, run_key: str) -> asyncio.Queue[dict[str, Any]]:
+        return self._mailboxes.setdefault(run_key, asyncio.Queue())
+
+    async def post_message(self, run_key: str, message: dict[str, Any]) -> None:
+        self._mailbox(run_key).put_nowait(message)
+
+    async def next_message(self, run_key: str, timeout: float) -> dict[str, Any] | None:
+        try:
+            return await asyncio.wait_for(self._mailbox(run_key).get(), timeout)
+        except asyncio.TimeoutError:
+            return None
+
+    async def pending_messages(self, run_key: str) -> int:
+        return self._mailbox(run_key).qsize()
+
+    async def cancel(self, run_key: str, reason: str) -> None:
+        self._cancels[run_key] = reason
+
+    async def cancel_reason(self, run_key: str) -> str | None:
+        return self._cancels.get(run_key)
+
+    async def forget(self, run_key: str) -> None:
+        self._mailboxes.pop(run_key, None)
+        self._cancels.pop(run_key, None)
+
+
+class RayMailbox:
+    """The run's scheduler messages, on the runner's ``RunChannel`` (a ``remote_run.Mailbox``)."""
+
+    def __init__(self, channel: Any, run_key: str) -> None:
+        self._channel = channel
+        self._run_key = run_key
+
+    def get(self, timeout: float | None) -> dict[str, Any]:
+        import ray
+
+        while True:
+            wait = _LONGEST_MESSAGE_WAIT if timeout is None else timeout
+            message = ray.get(self._channel.next_message.remote(self._run_key, wait))
+            if message is not None:
+                return dict(message)
+            if timeout is not None:
+                raise queue.Empty
+
+    def qsize(self) -> int:
+        import ray
+
+        return int(ray.get(self._channel.pending_messages.remote(self._run_key)))
+
+    def close(self) -> None:
+        """Nothing: the luigi worker's runner forgets the run's mailbox when the run ends."""
+
+
+def run_on_ray_worker(
+    payload: TaskPayload,
+    options: TaskRunOptions,
+    channel: Any,
+    run_key: str,
+    timeout: float | None,
+    deadline: float | None,
+) -> RemoteRun:
+    """Run the task on this Ray worker as a local run would; with a ``timeout``, in a killable slot.
+
+    ``payload`` names the task by reference (rebuilt here) or is the task itself; ``channel`` is the
+    runner's ``RunChannel`` actor; ``deadline`` (wall clock): when the timeout runs out.
+    """
+    import ray
+
+    task = task_of(payload)
+    # Each report waits until the channel has it: an async actor may run calls out of their order.
+    events = EventChannel(lambda message: ray.get(channel.report.remote(message)), run_key, task)
+    mailbox = RayMailbox(channel, run_key) if task.accepts_messages else None
+
+    def cancel_reason() -> str | None:
+        reason: str | None = ray.get(channel.cancel_reason.remote(run_key))
+        return reason
+
+    return run_remote(task, options, events, mailbox, timeout, deadline, cancel_reason)
