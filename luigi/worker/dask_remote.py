@@ -235,9 +235,9 @@ def _run_in_slot(
     task.trigger_event = _firing_from_slot(os.getpid(), channel, events_out)
     queue_class: Any = distributed.Queue  # untyped
     cancels = queue_class(cancel_queue_name(run_key))
-    pool = SlotPool()
+    pool = SlotPool({task.task_id: task}, None, lambda: 1)
     try:
-        pool.start(process, deadline, {task.task_id: task}, None)
+        pool.start(process, deadline)
         while True:
             pool.wait(_SLOT_POLL_SECONDS, time.time())
             _pass_slot_events(events_in, channel)
@@ -279,8 +279,7 @@ def _pass_slot_events(pipe: Connection, channel: EventChannel) -> None:
 
 
 def _pass_messages(pool: Any, task_id: str, messages: DaskMessageQueue | None) -> None:
-    slot = pool.slot_running(task_id) if messages is not None else None
-    if slot is None or messages is None:
+    if messages is None or not pool.holds(task_id):
         return
     for raw in messages.take_all():
-        slot.deliver_message({**raw, "task_id": task_id})
+        pool.deliver(task_id, {**raw, "task_id": task_id})
