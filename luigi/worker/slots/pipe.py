@@ -138,14 +138,14 @@ class ClaimPipe:
     def fds(self) -> list[int]:
         return [fd for fd in (self._read_fd, self._write_fd) if fd is not None and fd >= 0]
 
-    def offer(self, number: int) -> bool:
-        """(worker) Put job ``number``'s token in the pipe; False if it could not be written."""
+    def offer(self, numbers: list[int]) -> int:
+        """(worker) Put the tokens of jobs ``numbers`` in the pipe, in one write; how many were written."""
         if self._write_fd is None or self._write_fd < 0:
-            return False
+            return 0
         try:
-            return os.write(self._write_fd, bytes([number % 256])) == 1
+            return os.write(self._write_fd, bytes(number % 256 for number in numbers))
         except OSError:
-            return False
+            return 0
 
     def take_oldest(self) -> int | None:
         """(worker) Read the oldest token left: the number (mod 256) of the job taken back, or None when

@@ -157,12 +157,12 @@ class TaskSlot:
     def hand(self, jobs: list[_Job], now: float) -> bool:
         """Queue ``jobs`` in the slot in one write, each after its token, with the messages sent to it so
         far; False if the slot cannot take them (it is then retiring, and they are not its to run)."""
-        lines = []
         for job in jobs:
             job.number = self._numbers
             self._numbers += 1
-            if not self._claims.offer(job.number):
-                break
+        offered = self._claims.offer([job.number for job in jobs])  # before the jobs: a slot never lacks one
+        lines = []
+        for job in jobs[:offered]:
             self.jobs.append(job)
             lines.append(job.message())
             lines.extend({"kind": "message", **message} for message in job.messages)
