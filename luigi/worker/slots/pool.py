@@ -27,7 +27,7 @@ from luigi.task_status import FAILED
 from luigi.worker import process_tree
 from luigi.worker.slots.child import slot_main
 from luigi.worker.slots.pipe import ClaimPipe, JsonLineReader, JsonLineWriter
-from luigi.worker.task_process import FORWARDABLE_REPORTS, TaskOutcome, TaskProcess
+from luigi.worker.task_process import FORWARDABLE_REPORTS, TaskOutcome, TaskProcess, TaskRunOptions
 
 logger = logging.getLogger("luigi-interface")
 
@@ -42,6 +42,15 @@ _RETIRE_GRACE_SECONDS = 5.0
 # a long task while a slot is free.
 SHORT_RUN = 0.02
 QUEUED_PER_SLOT = 3
+
+
+# The run options a slot is told with each job: not dataclasses.asdict, which would deep-copy the completion
+# cache for every task, and not the fields the slot has its own of.
+_SENT_OPTIONS = tuple(
+    field.name
+    for field in dataclasses.fields(TaskRunOptions)
+    if field.name not in ("completion_cache", "in_child_process")
+)
 
 
 @dataclasses.dataclass
@@ -69,11 +78,8 @@ class _Job:
         self.deadline = self.fixed_deadline or (now + timeout if timeout else None)
 
     def message(self) -> dict[str, Any]:
-        options = {  # not dataclasses.asdict: that would deep-copy the completion cache for every task
-            field.name: getattr(self.task_process.options, field.name)
-            for field in dataclasses.fields(self.task_process.options)
-            if field.name not in ("completion_cache", "in_child_process")  # the slot has its own
-        }
+        run_options = self.task_process.options  # (built at each read)
+        options = {name: getattr(run_options, name) for name in _SENT_OPTIONS}
         return {
             "kind": "job",
             "task_id": self.task_id,
