@@ -7,9 +7,11 @@
 Workloads: ``wide``, ``chain``, ``lattice`` and ``noop-complete`` are the generated pipelines of
 ``bench.pipelines`` (N tasks, ``--sizes`` from 10 to 1,000,000), run by ``bench.engine_bench`` (local
 scheduler) or ``bench.luigid_bench`` (through a fresh ``luigid``), timed inside their process; ``tiny`` is the
-11-task wide pipeline (N is 10 whatever ``--sizes`` says). ``startup`` is the whole ``luigi --module
-bench.pipelines Wide --n 10 --local-scheduler`` process, once over fresh outputs and once more over the same,
-already complete ones (the rerun cron makes most often); ``import`` is ``python -c "import luigi"``.
+11-task wide pipeline (N is 10 whatever ``--sizes`` says); ``cpu`` is the wide pipeline of tasks that each
+spend 10 ms of CPU before writing (its floor counts the writes only). ``startup`` is the whole
+``luigi --module bench.pipelines Wide --n 10 --local-scheduler`` process, once over fresh outputs and once
+more over the same, already complete ones (the rerun cron makes most often); ``import`` is
+``python -c "import luigi"``.
 Modes: ``local-w1``, ``local-w2``, ``local-w8`` (the local scheduler, 1, 2 or 8 workers) and ``luigid-w1``,
 ``luigid-w2``, ``luigid-w8``; ``startup`` and ``import`` have one mode, ``process``.
 
@@ -52,7 +54,7 @@ from pathlib import Path
 from bench import engine_bench, luigid_bench
 
 THIS_CHECKOUT = Path(__file__).resolve().parents[1]
-ENGINE_WORKLOADS = ("wide", "chain", "lattice", "noop-complete", "tiny")
+ENGINE_WORKLOADS = ("wide", "chain", "lattice", "noop-complete", "tiny", "cpu")
 PROCESS_WORKLOADS = ("startup", "import")
 WORKLOADS = ENGINE_WORKLOADS + PROCESS_WORKLOADS
 MODES = ("local-w1", "local-w2", "local-w8", "luigid-w1", "luigid-w2", "luigid-w8")

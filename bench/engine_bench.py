@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-SHAPES = ("wide", "chain", "lattice", "noop-complete")
+SHAPES = ("wide", "chain", "lattice", "noop-complete", "cpu")
 
 
 def root_task(shape: str, n: int):  # noqa: ANN201 - returns a task of the generated pipeline
@@ -30,6 +30,8 @@ def root_task(shape: str, n: int):  # noqa: ANN201 - returns a task of the gener
 
     if shape in ("wide", "noop-complete"):
         return pipelines.Wide(n=n)
+    if shape == "cpu":
+        return pipelines.WideSpin(n=n)
     if shape == "chain":
         return pipelines.Link(i=n - 1)
     return pipelines.Lattice(n=n)

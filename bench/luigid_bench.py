@@ -34,7 +34,7 @@ from pathlib import Path
 
 import psutil
 
-SHAPES = ("wide", "chain", "lattice")
+SHAPES = ("wide", "chain", "lattice", "cpu")
 LUIGID = Path(sys.executable).parent / "luigid"
 LUIGID_PID_VARIABLE = "BENCH_LUIGID_PID"  # the case's luigid, for a worker that reads its CPU
 

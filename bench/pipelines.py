@@ -1,4 +1,4 @@
-"""Generated no-op pipelines for the engine benchmark: wide, chain, lattice and noop-complete.
+"""Generated pipelines for the engine benchmark: wide, chain, lattice, noop-complete (no-op tasks), cpu.
 
 Every task writes a tiny LocalTarget under ``BENCH_DIR`` so that completion checks touch the filesystem
 the way a real pipeline does.
@@ -7,8 +7,11 @@ the way a real pipeline does.
 from __future__ import annotations
 
 import os
+import time
 
 import luigi
+
+SPIN_SECONDS = 0.01  # the CPU each Spin task uses
 
 
 def _target(name: str) -> luigi.LocalTarget:
@@ -35,6 +38,26 @@ class Wide(luigi.WrapperTask):
 
     def requires(self) -> list[Noop]:
         return [Noop(i=i) for i in range(self.n)]
+
+
+class Spin(Noop):
+    """Spends 10 ms of CPU, then writes its marker file: a task short enough for the engine to matter, long
+    enough for several worker processes to pay off."""
+
+    def run(self) -> None:
+        until = time.process_time() + SPIN_SECONDS
+        while time.process_time() < until:
+            pass
+        super().run()
+
+
+class WideSpin(luigi.WrapperTask):
+    """One wrapper over n independent 10 ms CPU tasks."""
+
+    n = luigi.IntParameter()
+
+    def requires(self) -> list[Spin]:
+        return [Spin(i=i) for i in range(self.n)]
 
 
 class Link(luigi.Task):

@@ -149,6 +149,10 @@ class ClusterRunner:
         if task.accepts_messages:
             self._opened(task_id)
 
+    def capacity(self, worker_processes: int) -> int:
+        """One task on the cluster for each of the worker's processes."""
+        return max(1, worker_processes)
+
     def deliver(self, task_id: str, message: Message) -> bool:
         """Send a scheduler message to the run; False if the task does not run here or refuses messages."""
         submitted = self._running.get(task_id)

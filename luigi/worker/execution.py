@@ -73,6 +73,10 @@ class TaskRunner(Protocol):
         A task that cannot be started is not an error: its FAILED outcome is collected like any other.
         """
 
+    def capacity(self, worker_processes: int) -> int:
+        """How many started tasks the runner holds at a time for a worker of ``worker_processes``: those
+        running, and any waiting for a process to free."""
+
     def deliver(self, task_id: str, message: Message) -> bool:
         """Pass a scheduler message to the running task; False if the task does not run here."""
 
@@ -130,6 +134,14 @@ class RunnerChoice:
         if self.in_slots is None:
             self.in_slots = self._make_slot_runner()
         self.in_slots.start(task, timeout, trace_parent)
+
+    def capacity(self, worker_processes: int) -> int:
+        """The slot runner's when every task runs in a slot (``SlotRunner.capacity``), else one at a time
+        here (a serial worker's task with a timeout still runs in a slot, never beside one run here)."""
+        in_slots = self.in_slots
+        if in_slots is not None and (worker_processes > 1 or self._force_slots):
+            return in_slots.capacity(worker_processes)
+        return max(1, worker_processes)
 
     def deliver(self, task_id: str, message: Message) -> bool:
         """Pass a scheduler message to whichever runner runs ``task_id``."""

@@ -186,7 +186,9 @@ class Worker:
         def slots() -> TaskRunner:
             from luigi.worker.slots import SlotRunner
 
-            return SlotRunner(self._rpc, slot_options, self._ledger.tasks, self._messages.open, tag)
+            return SlotRunner(
+                self._rpc, slot_options, self._ledger.tasks, self._messages.open, tag, self._processes_now
+            )
 
         self._run_options.append(slot_options)
         self._choice = RunnerChoice(
@@ -218,6 +220,10 @@ class Worker:
             self._stop_handed_over_run,
             self._forget_run,
         )
+
+    def _processes_now(self) -> int:
+        """``worker_processes``, read when a slot runner needs it: the scheduler may change it."""
+        return self.worker_processes
 
     def _flush_held_reports(self) -> None:
         self._rpc.flush()
@@ -433,7 +439,7 @@ class Worker:
         self._rpc.add_worker(self._id, info)
 
     def _collect_while_full(self) -> None:
-        while len(self._running_tasks) >= max(1, self.worker_processes):
+        while len(self._running_tasks) >= self._runner.capacity(self.worker_processes):
             self._collect_outcomes(block=True)
 
     # -- asking for work ----------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, Pipe
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from luigi.task import Task
 from luigi.task_status import FAILED
@@ -34,6 +34,9 @@ from luigi.worker.task_process import (
     TaskRunOptions,
     make_task_process,
 )
+
+if TYPE_CHECKING:
+    from luigi.worker.slots.pool import SlotPool
 
 # How often a task slot on a cluster's worker is checked (its report pipe drained, messages passed on).
 _SLOT_POLL_SECONDS = 0.2
@@ -226,9 +229,9 @@ def _run_in_slot(
     task = process.task
     events_in, events_out = Pipe(duplex=False)
     task.trigger_event = _firing_from_slot(os.getpid(), channel, events_out)
-    pool = SlotPool()
+    pool = SlotPool({task.task_id: task}, None, lambda: 1)
     try:
-        pool.start(process, deadline, {task.task_id: task}, None)
+        pool.start(process, deadline)
         while True:
             pool.wait(_SLOT_POLL_SECONDS, time.time())
             _pass_slot_events(events_in, channel)
@@ -269,9 +272,8 @@ def _pass_slot_events(pipe: Connection, channel: EventChannel) -> None:
         channel.fire(event, args)
 
 
-def _pass_messages(pool: Any, task_id: str, messages: RemoteMessageQueue | None) -> None:
-    slot = pool.slot_running(task_id) if messages is not None else None
-    if slot is None or messages is None:
+def _pass_messages(pool: SlotPool, task_id: str, messages: RemoteMessageQueue | None) -> None:
+    if messages is None or not pool.holds(task_id):
         return
     for raw in messages.take_all():
-        slot.deliver_message({**raw, "task_id": task_id})
+        pool.deliver(task_id, {**raw, "task_id": task_id})

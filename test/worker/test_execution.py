@@ -59,6 +59,9 @@ class CallingRunner:
         task.run()
         self.outcomes.append(TaskOutcome(task.task_id, DONE))
 
+    def capacity(self, worker_processes: int) -> int:
+        return 1
+
     def deliver(self, task_id: str, message: Message) -> bool:
         return False
 

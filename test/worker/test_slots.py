@@ -347,3 +347,71 @@ def test_a_batch_whose_combined_task_is_new_runs_in_a_child(tmp_path):
 
     assert interface.build([All()], local_scheduler=True, workers=2) is True
     assert {path.name for path in tmp_path.glob("tag-*")} >= {"tag-a", "tag-b", "tag-c"}
+
+
+# -- short tasks queued in slots -----------------------------------------------------------------------
+
+
+def test_short_tasks_are_queued_in_the_slots_yet_never_more_than_two_run_at_once(tmp_path):
+    Marker = make_marker_task(tmp_path)
+
+    class Root(WrapperTask):
+        def requires(self):
+            return [Marker(name=str(i)) for i in range(60)]
+
+    class CountingWorker(Worker):
+        most_held = 0
+
+        def _run_task(self, task_id):
+            super()._run_task(task_id)
+            self.most_held = max(self.most_held, len(self._running_tasks))
+
+    worker = CountingWorker(scheduler=Scheduler(), worker_processes=2)
+    worker.add(Root())
+    assert worker.run() is True
+    spans = sorted(recorded(tmp_path, str(i))[1:] for i in range(60))
+    for index, (started, _) in enumerate(spans):
+        assert sum(1 for _, ended in spans[:index] if ended > started) < 2  # at most one other still runs
+    assert worker.most_held > 2  # after short runs, granted tasks wait in the slots behind the running ones
+
+
+def test_a_task_queued_behind_one_that_runs_long_is_taken_back_for_a_free_slot(tmp_path):
+    Marker = make_marker_task(tmp_path)
+
+    class Slow(Marker):
+        """Keeps one slot busy a while (its slot takes no queued tasks: nothing short ran there)."""
+
+        priority = 100
+
+        def work(self):
+            time.sleep(0.5)
+
+    class Quick(Marker):
+        """Short (the second in a fresh slot is): after it, its slot takes tasks queued behind the one it
+        runs."""
+
+        priority = IntParameter()
+
+    class Waiter(Marker):
+        """Runs in the slot Quick freed until Freer has run, which can only be in the other slot."""
+
+        priority = 90
+
+        def work(self):
+            if not wait_for(lambda: (tmp_path / "freer.done").exists(), timeout=30):
+                raise RuntimeError("Freer never ran beside this task")
+
+    class Freer(Marker):
+        """Granted while both slots are busy: queued behind Waiter, then taken back once Slow ends."""
+
+        priority = 70
+
+    class Root(WrapperTask):
+        def requires(self):
+            quick = [Quick(name="quick1", priority=99), Quick(name="quick2", priority=98)]
+            return [Slow(name="slow"), *quick, Waiter(name="waiter"), Freer(name="freer")]
+
+    started = time.monotonic()
+    assert interface.build([Root()], local_scheduler=True, workers=2) is True
+    assert time.monotonic() - started < 25
+    assert recorded(tmp_path, "freer")[0] == recorded(tmp_path, "slow")[0]

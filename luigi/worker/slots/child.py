@@ -18,6 +18,7 @@ import gc
 import os
 import queue
 import random
+import resource
 import select
 import signal
 import sys
@@ -29,11 +30,9 @@ from multiprocessing import process as mp_process
 from multiprocessing import util as mp_util
 from typing import Any, NoReturn
 
-import psutil
-
 from luigi.worker import process_tree
 from luigi.worker.output_capture import CAPTURE_THREAD_NAME, OutputCapture, captured_output
-from luigi.worker.slots.pipe import JsonLineReader, JsonLineWriter
+from luigi.worker.slots.pipe import ClaimPipe, JsonLineReader, JsonLineWriter
 from luigi.worker.task_process import (
     OutcomeBox,
     SchedulerMessage,
@@ -42,7 +41,7 @@ from luigi.worker.task_process import (
     make_task_process,
 )
 
-# A slot whose memory grew by more than this while running a task is replaced by a fresh fork, so one
+# A slot whose peak memory grew by more than this since it started is replaced by a fresh fork, so one
 # heavy task does not leave every later task in that slot with its high-water mark.
 RETIRE_AFTER_GROWTH_BYTES = 256 * 1024 * 1024
 
@@ -144,12 +143,16 @@ class PipeMessageQueue:
 def slot_main(
     job_fd: int,
     result_fd: int,
+    claim_fd: int,
     tasks: Mapping[str, Any],
     completion_cache: dict[str, bool] | None,
     fds_to_close: list[int],
     worker_pid: int,
 ) -> NoReturn:
-    """Body of a freshly forked slot: serve jobs until the worker closes the job pipe, then exit."""
+    """Body of a freshly forked slot: serve jobs until the worker closes the job pipe, then exit.
+
+    ``claim_fd`` reads the tokens of the jobs queued in the slot: a job runs only if its token is still
+    there (``ClaimPipe``), the worker having taken back the others."""
     exit_code = 1
     try:
         try:
@@ -160,7 +163,8 @@ def slot_main(
         for fd in fds_to_close:
             _close_quietly(fd)
         _reset_interpreter_after_fork()
-        _serve_jobs(JsonLineReader(job_fd), JsonLineWriter(result_fd), tasks, completion_cache)
+        claims = ClaimPipe(claim_fd, None)
+        _serve_jobs(JsonLineReader(job_fd), JsonLineWriter(result_fd), claims, tasks, completion_cache)
         exit_code = 0
     except BaseException:  # nothing may escape into the worker's code; report and exit
         try:
@@ -173,11 +177,15 @@ def slot_main(
 
 
 def _serve_jobs(
-    reader: JsonLineReader, writer: JsonLineWriter, tasks: Mapping[str, Any], cache: dict[str, bool] | None
+    reader: JsonLineReader,
+    writer: JsonLineWriter,
+    claims: ClaimPipe,
+    tasks: Mapping[str, Any],
+    cache: dict[str, bool] | None,
 ) -> None:
     home = os.getcwd()
     environment = dict(os.environ)
-    baseline = _rss()
+    baseline = _peak_rss()
     while True:
         if not reader.wait(None):
             if reader.at_eof:
@@ -186,10 +194,12 @@ def _serve_jobs(
         job = reader.take_one()
         if not isinstance(job, dict) or job.get("kind") != "job":
             continue  # a scheduler message that arrived after its task had finished
+        if not claims.claim(int(job["number"])):
+            continue  # the worker took it back for another slot
         outcome = _run_job(job, reader, writer, tasks, cache)
         _flush_stdio()
         # Said with the outcome, so the worker never hands another task to a slot about to exit.
-        retiring = _threads_left_behind() or _rss() - baseline > RETIRE_AFTER_GROWTH_BYTES
+        retiring = _threads_left_behind() or _peak_rss() - baseline > RETIRE_AFTER_GROWTH_BYTES
         writer.send({"outcome": outcome.to_message(), "retiring": retiring})
         if retiring:
             return
@@ -223,6 +233,8 @@ def _run_job(
         return outcome
     finally:
         _RunningJob.tag = None
+        if tag:  # the slot's own environment never carries a run's tag, so it compares equal between runs
+            os.environ.pop(process_tree.TAG_VARIABLE, None)
 
 
 def _hold_console() -> None:
@@ -294,11 +306,10 @@ def _restore_process_state(home: str, environment: dict[str, str]) -> None:
         os.environ.update(environment)
 
 
-def _rss() -> int:
-    try:
-        return int(psutil.Process().memory_info().rss)
-    except psutil.Error:
-        return 0
+def _peak_rss() -> int:
+    """The slot's peak resident memory in bytes: one system call (``psutil.Process()`` reads ``/proc`` files,
+    which cost more than a no-op task on a busy machine)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 
 
 def _reset_interpreter_after_fork() -> None:

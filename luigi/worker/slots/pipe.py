@@ -30,7 +30,12 @@ class JsonLineWriter:
 
     def send(self, message: Any) -> bool:
         """Write ``message``; False when the reader is gone or (non-blocking) the pipe is full."""
-        data = memoryview((json.dumps(message, default=str) + "\n").encode("utf-8"))
+        return self.send_all([message])
+
+    def send_all(self, messages: list[Any]) -> bool:
+        """Write ``messages`` in one write (the reader wakes once); False as ``send``."""
+        text = "".join(json.dumps(message, default=str) + "\n" for message in messages)
+        data = memoryview(text.encode("utf-8"))
         try:
             while data:
                 data = data[os.write(self._fd, data) :]
@@ -112,3 +117,60 @@ def _close_once(fd: int) -> int:
         except OSError:
             pass
     return -1
+
+
+class ClaimPipe:
+    """Who runs a job queued in a slot: the worker or the slot, whichever reads its token first.
+
+    The worker writes one byte, the job's number modulo 256, before each job it queues in a slot, and both
+    keep the read end (non-blocking). The slot starts a job only if it read that job's token; the worker
+    takes back a job not started yet by reading the oldest token left (a pipe gives a byte to one reader
+    only, so the job runs in exactly one place). Tokens are read oldest first on both sides, so fewer than
+    256 jobs may be outstanding in a slot.
+    """
+
+    def __init__(self, read_fd: int, write_fd: int | None) -> None:
+        self._read_fd = read_fd
+        self._write_fd = write_fd
+        os.set_blocking(read_fd, False)
+        self._held: set[int] = set()  # tokens of later jobs the slot read while looking for an earlier one
+
+    def fds(self) -> list[int]:
+        return [fd for fd in (self._read_fd, self._write_fd) if fd is not None and fd >= 0]
+
+    def offer(self, numbers: list[int]) -> int:
+        """(worker) Put the tokens of jobs ``numbers`` in the pipe, in one write; how many were written."""
+        if self._write_fd is None or self._write_fd < 0:
+            return 0
+        try:
+            return os.write(self._write_fd, bytes(number % 256 for number in numbers))
+        except OSError:
+            return 0
+
+    def take_oldest(self) -> int | None:
+        """(worker) Read the oldest token left: the number (mod 256) of the job taken back, or None when
+        the slot has claimed every job it was given."""
+        try:
+            token = os.read(self._read_fd, 1)
+        except (BlockingIOError, OSError):
+            return None
+        return token[0] if token else None
+
+    def claim(self, number: int) -> bool:
+        """(slot) Whether job ``number`` is this slot's to run (False: the worker took it back)."""
+        wanted = number % 256
+        if wanted in self._held:
+            self._held.discard(wanted)
+            return True
+        token = self.take_oldest()
+        if token is None:
+            return False
+        if token != wanted:  # the worker took this job back; the token is a later job's
+            self._held.add(token)
+            return False
+        return True
+
+    def close(self) -> None:
+        self._read_fd = _close_once(self._read_fd)
+        if self._write_fd is not None:
+            self._write_fd = _close_once(self._write_fd)

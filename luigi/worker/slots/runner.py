@@ -11,7 +11,7 @@ from luigi.scheduler_api import SchedulerAPI
 from luigi.task import Task
 from luigi.task_status import FAILED
 from luigi.worker.messages import Message
-from luigi.worker.slots.pool import SlotPool
+from luigi.worker.slots.pool import SlotPool, could_not_start
 from luigi.worker.task_process import (
     TaskOutcome,
     TaskRunOptions,
@@ -28,7 +28,8 @@ class SlotRunner:
 
     A slot is forked knowing ``tasks`` (the worker's scheduled tasks, read at each fork); a task's reports
     come back through the pool and are sent to ``scheduler`` from the worker's process. ``opened(task_id)``
-    is called once the slot has the task, so it can take scheduler messages.
+    is called once the pool has the task, so it can take scheduler messages. ``worker_processes()`` is how
+    many slots may run at once (the scheduler may change it).
     """
 
     def __init__(
@@ -38,41 +39,44 @@ class SlotRunner:
         tasks: Mapping[str, Task],
         opened: Callable[[str], None],
         worker_tag: str | None = None,
+        worker_processes: Callable[[], int] = lambda: 1,
     ) -> None:
         self._scheduler = scheduler
         self._options = options
-        self._tasks = tasks
         self._opened = opened
-        self.pool = SlotPool(worker_tag)
+        self.pool = SlotPool(tasks, options.completion_cache, worker_processes, worker_tag)
         self._unstarted: list[TaskOutcome] = []  # FAILED outcomes of tasks no slot could take
         # Runs an operator cancelled, and why: killed by ``collect`` in the worker loop, which owns the pool.
         self._cancelled: dict[str, str] = {}
         self._cancelled_lock = threading.Lock()
 
+    def capacity(self, worker_processes: int) -> int:
+        """Tasks running in slots, one a slot, and after short tasks as many again waiting for a slot to
+        free (``SlotPool.room``)."""
+        return self.pool.room(worker_processes)
+
     def start(self, task: Task, timeout: float | None, trace_parent: str | None = None) -> None:
-        """Hand ``task`` to a slot (forking one if needed); a refused fork fails the task, not the worker."""
+        """Hand ``task`` to a slot (forking one if needed) or have it wait for one; a refused fork fails the
+        task, not the worker."""
         task_id = task.task_id
         reporter = TaskStatusReporter(self._scheduler, task_id, self._options.worker_id)
         # the worker-side view of the run (the slot builds its own from its options, trace_parent too)
         options = run_options(self._options, trace_parent)
         process = make_task_process(task, reporter, options, timeout, None)
-        deadline = time.time() + timeout if timeout else None
         try:
-            self.pool.start(process, deadline, self._tasks, self._options.completion_cache)
+            self.pool.start(process)
         except OSError as exc:  # e.g. fork() refused for lack of memory: this task fails, the worker goes on
-            logger.error("Could not start a process for %s: %s", task, exc)
-            self._unstarted.append(
-                TaskOutcome(task_id, FAILED, f"Could not start a process for {task}: {exc}")
-            )
+            self._unstarted.append(could_not_start(task, exc))
         else:
             self._opened(task_id)
 
     def deliver(self, task_id: str, message: Message) -> bool:
-        """Write a scheduler message to the slot running the task; False if no slot runs it."""
-        slot = self.pool.slot_running(task_id)
-        if slot is None:
+        """Write a scheduler message to the slot running the task (held while it waits for one); False if
+        the pool does not hold it."""
+        delivered = self.pool.deliver(task_id, message)
+        if delivered is None:
             return False
-        if not slot.deliver_message(message):
+        if not delivered:
             logger.warning("Could not pass scheduler message %s to task %s", message["message_id"], task_id)
         return True
 
@@ -93,7 +97,7 @@ class SlotRunner:
     def cancel_run(self, task_id: str, reason: str) -> bool:
         """Have the run of ``task_id`` killed with its slot and process tree at the loop's next ``collect``
         (within its wait), FAILED with ``reason``; False if no slot runs it."""
-        if self.pool.slot_running(task_id) is None:
+        if not self.pool.holds(task_id):
             return False
         with self._cancelled_lock:
             self._cancelled[task_id] = reason
