@@ -228,6 +228,7 @@ class InProcessRunner:
         self._window_lock = threading.Lock()
         self._cancel_at_start: dict[str, str] = {}  # granted ahead and cancelled: fails when it starts
         self._window_thread: int | None = None  # the thread inside the window, or None
+        self._raised_into: int | None = None  # the thread ``cancel_run`` raised into, until the window ends
         self._previous_wake: Any = None  # WAKE_SIGNAL's handler before ours, once ours is installed
         self._wake_installed = False
         self._ahead = ahead
@@ -323,7 +324,10 @@ class InProcessRunner:
     def _close_window(self) -> None:
         """End the window; an exception ``cancel_run`` raised that has not fired yet is dropped."""
         with self._window_lock:
-            thread, self._window_thread = self._window_thread, None
+            self._window_thread = None
+            thread, self._raised_into = self._raised_into, None
+            # Only after a raise: on CPython 3.11 each drop leaves the interpreter's eval breaker set, which
+            # hangs the next profiler or debugger (cProfile, pdb, coverage) and slows every call a little.
             if thread is not None:
                 _raise_in_thread(thread, None)
 
@@ -366,6 +370,7 @@ class InProcessRunner:
             self._interrupted = (task_id, reason)
             process_tree.kill_tree(None, tag)
             if thread is not None:
+                self._raised_into = thread
                 _raise_in_thread(thread, TaskCancelled)
                 if self._wake_installed and thread == threading.main_thread().ident:
                     signal.pthread_kill(thread, WAKE_SIGNAL)

@@ -228,3 +228,45 @@ def test_the_slot_runner_satisfies_the_protocol_and_never_asks_ahead():
     assert runner.take_granted_ahead() is None and runner.granted_ahead() == []
     assert runner.collect() == []
     runner.shut_down()
+
+
+# -- a run in this process leaves the interpreter as it found it ------------------------------------------
+
+_PROFILE_AFTER_A_RUN = """
+import cProfile
+import luigi
+
+class Quick(luigi.Task):
+    def complete(self):
+        return False
+
+    def run(self):
+        pass
+
+def plus_one(value):
+    return value + 1
+
+luigi.build([Quick()], local_scheduler=True, workers=1, log_level="WARNING")
+profile = cProfile.Profile()
+profile.enable()
+plus_one(1)
+profile.disable()
+print("profiled")
+"""
+
+
+def test_a_profiler_started_after_an_in_process_run_works(tmp_path):
+    """A run must not leave CPython's async-exception flag raised: on 3.11 a profiler or debugger
+    (cProfile, pdb, coverage) started after it would spin for ever."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "profile_after_run.py"
+    script.write_text(_PROFILE_AFTER_A_RUN)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "profiled"
