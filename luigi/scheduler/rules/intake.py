@@ -104,10 +104,12 @@ class ReportIntake:
             )
         if not reporter.enabled and task.status != RUNNING:
             return None
-        recently_done = self.state.clock() - task.updated < self.config.stable_done_cooldown_secs
-        if report.status == PENDING and task.status == DONE and recently_done:
+        if report.status == PENDING and task.status == DONE and self._recently_done(task):
             return None  # another worker just finished it: this PENDING report is stale
         return task
+
+    def _recently_done(self, task: TaskRecord) -> bool:
+        return self.state.clock() - task.updated < self.config.stable_done_cooldown_secs
 
     def _fill_fields(self, task: TaskRecord, report: TaskReport) -> None:
         """Fill what a stub task lacks and record who runs a task reported RUNNING."""
