@@ -134,16 +134,25 @@ def _partition_by_reported_status(history: Sequence[tuple[Task, str, bool | None
     dependencies, sent with None) files the task under ``still_pending_ext``, a truthy one under
     ``still_pending_not_ext``: a task can be in both, and is then counted twice, as in Luigi.
     """
-    ever_pending = {task for task, status, _ in history if status == task_status.PENDING}
-    done = {task for task, status, _ in history if status == task_status.DONE}
+    by_status: dict[str, set[Task]] = {
+        status: set()
+        for status in (task_status.PENDING, task_status.DONE, task_status.FAILED, task_status.UNKNOWN)
+    }
+    pending = []
+    for task, status, runnable in history:  # one pass: a task's hash is a call of Python code
+        reported = by_status.get(status)
+        if reported is not None:
+            reported.add(task)
+            if status == task_status.PENDING:
+                pending.append((task, runnable))
+    ever_pending, done = by_status[task_status.PENDING], by_status[task_status.DONE]
     sets: TaskSets = {name: set() for name in _ORDERED_STATUSES if name != "still_pending"}
     sets["completed"] = done & ever_pending
     sets["already_done"] = done - ever_pending
-    sets["ever_failed"] = {task for task, status, _ in history if status == task_status.FAILED}
+    sets["ever_failed"] = by_status[task_status.FAILED]
     sets["failed"] = sets["ever_failed"] - sets["completed"]
-    sets["scheduling_error"] = {task for task, status, _ in history if status == task_status.UNKNOWN}
+    sets["scheduling_error"] = by_status[task_status.UNKNOWN]
     settled = sets["ever_failed"] | sets["completed"]
-    pending = [(task, runnable) for task, status, runnable in history if status == task_status.PENDING]
     sets["still_pending_ext"] = {task for task, runnable in pending if not runnable and task not in settled}
     sets["still_pending_not_ext"] = {task for task, runnable in pending if runnable and task not in settled}
     return sets

@@ -105,6 +105,7 @@ class Register(abc.ABCMeta):
     # Memo of Task.get_params() per class; any change to a task class's attributes drops it all, since
     # subclasses see their bases' parameters (decorators like @inherits add parameters after creation).
     _params_cache: dict[type, list[tuple[str, Any]]] = {}
+    _param_dicts: dict[type, dict[str, Any]] = {}  # the same, by name (Task._params_by_name)
 
     def __new__(mcs, classname: str, bases: tuple[type, ...], classdict: dict[str, Any], **kwargs: Any):
         cls: Any = super().__new__(mcs, classname, bases, classdict, **kwargs)
@@ -140,12 +141,18 @@ class Register(abc.ABCMeta):
         return instance
 
     def __setattr__(cls, name: str, value: Any) -> None:
-        Register._params_cache.clear()
+        Register.forget_params()
         super().__setattr__(name, value)
 
     def __delattr__(cls, name: str) -> None:
-        Register._params_cache.clear()
+        Register.forget_params()
         super().__delattr__(name)
+
+    @staticmethod
+    def forget_params() -> None:
+        """Drop the memos of every class's parameters (a class changed: its subclasses see it too)."""
+        Register._params_cache.clear()
+        Register._param_dicts.clear()
 
     @property
     def task_family(cls) -> str:
@@ -200,7 +207,7 @@ class Register(abc.ABCMeta):
     @classmethod
     def _set_reg(mcs, reg: Mapping[str, Any]) -> None:
         """Restore a registry saved by ``_get_reg()`` (tests use the pair to undo class definitions)."""
-        Register._params_cache.clear()
+        Register.forget_params()
         if isinstance(reg, _RegistrySnapshot):
             Register._reg = list(reg.classes)
             Register._default_namespace_dict = dict(reg.namespaces)

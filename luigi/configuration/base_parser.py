@@ -131,6 +131,9 @@ class BaseParser:
     @classmethod
     def instance(cls: type[_ParserT], *args: Any, **kwargs: Any) -> _ParserT:
         """The shared parser of this class, created and loaded from ``_config_paths`` on first use."""
+        instance = cls._instance
+        if instance is not None:  # the usual case, read without the lock: every task's creation asks
+            return instance  # type: ignore[return-value]
         with _singleton_lock:
             if cls._instance is None:
                 cls._create(*args, **kwargs)

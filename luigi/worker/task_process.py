@@ -388,7 +388,9 @@ class TaskProcess(multiprocessing.Process):
 
     def _run_into(self, outcome: TaskOutcome) -> None:
         task = self.task
-        logger.info("[pid %s] Worker %s running   %s", os.getpid(), self.worker_id, task)
+        announce = logger.isEnabledFor(logging.INFO)  # os.getpid() is a system call: only for a shown line
+        if announce:
+            logger.info("[pid %s] Worker %s running   %s", os.getpid(), self.worker_id, task)
         self._verify_dependencies(outcome)
         task.trigger_event(Event.START, task)
         clock = worker_time()
@@ -409,7 +411,8 @@ class TaskProcess(multiprocessing.Process):
         elif outcome.status == DONE:
             task.trigger_event(Event.PROCESSING_TIME, task, clock.time() - started)
             outcome.expl = task.on_success()
-            logger.info("[pid %s] Worker %s done      %s", os.getpid(), self.worker_id, task)
+            if announce:
+                logger.info("[pid %s] Worker %s done      %s", os.getpid(), self.worker_id, task)
             task.trigger_event(Event.SUCCESS, task)
 
     def _forward_reporter_attributes(self) -> dict[str, str]:

@@ -59,9 +59,11 @@ class ReportIntake:
     def apply(self, report: TaskReport) -> None:
         """Record the report: fields, status (if this worker may change it), graph, stake and priority."""
         report.status = _reported_status(report.task_id, report.status)
-        if report.resources is not None:
-            where = f"add_task {report.task_id}: resources"
-            report.resources = check_resource_amounts(where, report.resources)
+        resources = report.resources
+        if type(resources) is dict and not resources:  # the usual report: nothing to check, a fresh copy
+            report.resources = {}
+        elif resources is not None:
+            report.resources = check_resource_amounts(f"add_task {report.task_id}: resources", resources)
         retry_policy = self.config.retry_policy_for(report.retry_policy_dict)
         reporter = self.state.touch_worker(report.worker)
         task = self._task_for(report, reporter)
@@ -103,10 +105,12 @@ class ReportIntake:
             )
         if not reporter.enabled and task.status != RUNNING:
             return None
-        recently_done = self.state.clock() - task.updated < self.config.stable_done_cooldown_secs
-        if report.status == PENDING and task.status == DONE and recently_done:
+        if report.status == PENDING and task.status == DONE and self._recently_done(task):
             return None  # another worker just finished it: this PENDING report is stale
         return task
+
+    def _recently_done(self, task: TaskRecord) -> bool:
+        return self.state.clock() - task.updated < self.config.stable_done_cooldown_secs
 
     def _fill_fields(self, task: TaskRecord, report: TaskReport) -> None:
         """Fill what a stub task lacks and record who runs a task reported RUNNING."""
