@@ -15,14 +15,17 @@ from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore
 from typing import Any, NoReturn, cast
 
 from luigi.scheduler.model.records import TaskRecord, WorkerRecord
+from luigi.scheduler.model.shared import EMPTY_LIST, NO_IDS, interned, shared_dict, shared_ids, shared_keys
 from luigi.scheduler.model.state import STATUSES
 from luigi.scheduler.settings import TaskRetryPolicy
 from luigi.scheduler.store.base import CorruptStateError
 
-# Field kinds: "key" (text primary key), "text", "time" (a float), "bool", "status", and JSON kinds:
-# "json" (any value), "dict", "list", "set" (of text), "ordered" (text keys of an ordered dict),
-# "times" (list of floats), "policy" (a TaskRetryPolicy), "number", "texts" (list of text).
-# A trailing "?" allows None.
+# Field kinds: "key" (text primary key), "text", "name" (text many records repeat: interned), "time" (a
+# float), "bool", "status", and JSON kinds: "json" (any value), "dict", "params" (a dict whose keys are
+# interned), "shared" (a read-only dict shared between equal ones), "list", "set" (a frozenset of text),
+# "ids" (one shared between equal ones), "ordered" (text keys of a read-only ordered dict, shared),
+# "times" (list of floats), "names" (list of text), "policy" (a TaskRetryPolicy), "number", "texts"
+# (list of text). A trailing "?" allows None. ``model.shared`` says why task records share containers.
 TASK_FIELDS: tuple[tuple[str, str], ...] = (
     ("id", "key"),
     ("status", "status"),
@@ -31,16 +34,16 @@ TASK_FIELDS: tuple[tuple[str, str], ...] = (
     ("retry_policy", "policy"),
     ("deps", "set"),
     ("priority", "json"),
-    ("family", "text"),
-    ("module", "text?"),
-    ("params", "dict"),
-    ("param_visibilities", "dict"),
-    ("resources", "dict"),
-    ("stakeholders", "set"),
+    ("family", "name"),
+    ("module", "name?"),
+    ("params", "params"),
+    ("param_visibilities", "shared"),
+    ("resources", "shared"),
+    ("stakeholders", "ids"),
     ("workers", "ordered"),
     ("retry", "time?"),
     ("remove", "time?"),
-    ("worker_running", "text?"),
+    ("worker_running", "name?"),
     ("time_running", "time?"),
     ("resources_running", "dict?"),
     ("expl", "json"),
@@ -48,14 +51,14 @@ TASK_FIELDS: tuple[tuple[str, str], ...] = (
     ("tracking_url", "json"),
     ("status_message", "json"),
     ("progress_percentage", "json"),
-    ("scheduler_message_responses", "dict"),
+    ("scheduler_message_responses", "shared"),
     ("scheduler_disable_time", "time?"),
     ("failure_times", "times"),
     ("first_failure_time", "time?"),
     ("runnable", "bool"),
     ("batchable", "bool"),
     ("batch_id", "text?"),
-    ("owners", "list"),
+    ("owners", "names"),
     ("lost_lease", "dict?"),  # since schema version 2
     ("cancel_requested", "time?"),  # since schema version 3
 )
@@ -184,6 +187,7 @@ def _same(value: Any) -> Any:
 
 _ENCODERS: dict[str, Callable[[Any], Any]] = {
     "set": _encode_set,
+    "ids": _encode_set,
     "ordered": _encode_ordered,
     "policy": _encode_policy,
 }
@@ -191,7 +195,7 @@ _ENCODERS: dict[str, Callable[[Any], Any]] = {
 
 def _encoder(kind: str) -> Callable[[Any], Any]:
     base = kind.rstrip("?")
-    if base in ("key", "text", "time", "bool", "status"):
+    if base in ("key", "text", "name", "time", "bool", "status"):
         return _same
     encoder: Callable[[Any], Any] = _ENCODERS.get(base, _encode_json)
     if not kind.endswith("?"):
@@ -351,7 +355,9 @@ def _a_list(value: Any) -> list[Any]:
 
 
 def _times(value: Any) -> list[Any]:
-    return [_number(item) for item in value] if isinstance(value, list) else _fail(value, "a list of times")
+    if not isinstance(value, list):
+        return _fail(value, "a list of times")
+    return [_number(item) for item in value] if value else EMPTY_LIST
 
 
 def _policy(value: Any) -> TaskRetryPolicy:
@@ -375,9 +381,13 @@ _SHAPES: dict[str, Decoder] = {
     "json": _any,
     "dict": _a_dict,
     "list": _a_list,
-    "set": lambda value: set(_texts(value)),
-    "ordered": lambda value: dict.fromkeys(_texts(value)),
+    "params": lambda value: {interned(key): item for key, item in _a_dict(value).items()},
+    "shared": lambda value: shared_dict(_a_dict(value)),
+    "set": lambda value: frozenset(_texts(value)) or NO_IDS,
+    "ids": lambda value: shared_ids(_texts(value)),
+    "ordered": lambda value: shared_keys(_texts(value)),
     "texts": _texts,
+    "names": lambda value: _texts(value) or EMPTY_LIST,
     "number": _number,
     "times": _times,
     "policy": _policy,
@@ -385,6 +395,7 @@ _SHAPES: dict[str, Decoder] = {
 _SCALARS: dict[str, Decoder] = {
     "key": _text,
     "text": _text,
+    "name": lambda raw: interned(_text(raw)),
     "status": _status,
     "time": _number,
     "bool": _boolean,
