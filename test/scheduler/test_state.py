@@ -3,6 +3,7 @@ flush), and every write an RPC makes to a task reaches the flush through the mod
 
 from __future__ import annotations
 
+import pytest
 from helpers.scheduler import WORKER, make_scheduler
 
 from luigi.scheduler.model.changes import ChangeSet
@@ -66,3 +67,39 @@ def test_a_failure_outside_the_window_is_forgotten_when_the_next_one_is_recorded
     assert task.failure_times == [clock()]
     assert task.first_failure_time == clock() - 150
     assert "A" in state.changes.tasks
+
+
+def test_tasks_with_the_same_worker_stakeholder_visibilities_and_no_deps_share_one_container_each():
+    # A million tasks of one run hold the same few things: one object each, not one per task.
+    sch, _ = make_scheduler()
+    for task_id in ("A", "B"):
+        sch.add_task(
+            worker=WORKER, task_id=task_id, family="F", params={"p": task_id}, param_visibilities={"p": 0}
+        )
+    a, b = sch._state.tasks["A"], sch._state.tasks["B"]
+
+    for field in (
+        "workers",
+        "stakeholders",
+        "param_visibilities",
+        "resources",
+        "deps",
+        "owners",
+        "failure_times",
+    ):
+        assert getattr(a, field) is getattr(b, field), field
+    assert a.params == {"p": "A"} and b.params == {"p": "B"}
+
+
+def test_a_shared_container_refuses_a_write_in_place_and_the_state_replaces_it_instead():
+    sch, _ = make_scheduler()
+    sch.add_task(worker=WORKER, task_id="A")
+    sch.add_task(worker=WORKER, task_id="B")
+    a = sch._state.tasks["A"]
+    with pytest.raises(TypeError, match="shared between scheduler records and read-only"):
+        a.workers["intruder"] = None  # type: ignore[index]
+    with pytest.raises(TypeError, match="replace the field through SchedulerState"):
+        a.failure_times.append(1.0)
+
+    sch.add_task(worker="w2", task_id="A")
+    assert list(a.workers) == [WORKER, "w2"] and list(sch._state.tasks["B"].workers) == [WORKER]

@@ -298,6 +298,44 @@ def worker_from_row(row: Mapping[Any, Any]) -> WorkerRecord:
     return WorkerRecord(**_decode_fields("workers", row, _WORKER_DECODERS))
 
 
+# Kinds whose decoded values are immutable or shared between records: a load decodes each text once.
+_REMEMBERED_KINDS = frozenset({"status", "name", "bool", "policy", "shared", "ids", "ordered"})
+_MISSING = object()
+
+
+class RowReader:
+    """Decodes the rows of one table during one load, each a sequence of values in field order (a
+    driver's tuple); a text that repeats from row to row (a status, a family, a retry policy, the
+    workers of a task) is decoded once. A row that does not decode raises CorruptStateError naming the
+    record and the column, as ``task_from_row`` does."""
+
+    def __init__(self, table: str) -> None:
+        fields, plan, self._make = _TABLES[table]
+        self._table = table
+        self.names = tuple(name for name, _ in fields)
+        self._steps: tuple[tuple[Decoder, dict[Any, Any] | None], ...] = tuple(
+            (decode, {} if kind.rstrip("?") in _REMEMBERED_KINDS else None)
+            for (_, kind), (_, decode) in zip(fields, plan, strict=True)
+        )
+        self._plan = plan
+
+    def __call__(self, row: Sequence[Any]) -> Any:
+        values = []
+        try:
+            for (decode, memo), raw in zip(self._steps, row, strict=True):
+                if memo is None:
+                    values.append(decode(raw))
+                    continue
+                value = memo.get(raw, _MISSING)
+                if value is _MISSING:
+                    value = memo[raw] = decode(raw)
+                values.append(value)
+        except (ValueError, TypeError):
+            _decode_fields(self._table, dict(zip(self.names, row, strict=False)), self._plan)  # names it
+            raise
+        return self._make(**dict(zip(self.names, values, strict=True)))
+
+
 def decode_json(table: str, key: str, column: str, text: Any, kind: str = "json") -> Any:
     """A JSON column's value, checked against ``kind``."""
     try:
@@ -418,3 +456,8 @@ def _decoder(kind: str) -> Decoder:
 
 _TASK_DECODERS = tuple((name, _decoder(kind)) for name, kind in TASK_FIELDS)
 _WORKER_DECODERS = tuple((name, _decoder(kind)) for name, kind in WORKER_FIELDS)
+_Table = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, Decoder], ...], Callable[..., Any]]
+_TABLES: dict[str, _Table] = {
+    "tasks": (TASK_FIELDS, _TASK_DECODERS, TaskRecord),
+    "workers": (WORKER_FIELDS, _WORKER_DECODERS, WorkerRecord),
+}
