@@ -110,9 +110,15 @@ class TaskRecord:
     def pretty_id(self) -> str:
         """``Family(k=v, ...)`` over the public parameters, sorted by name (what users search for)."""
         if self.pretty_cache is None:
-            shown = ", ".join(f"{key}={value}" for key, value in sorted(self.public_params.items()))
-            self.pretty_cache = f"{self.family}({shown})"
+            self.pretty_cache = self.display_name()
         return self.pretty_cache
+
+    def display_name(self) -> str:
+        """``pretty_id`` without keeping it on the record (the search index reads every task's)."""
+        if self.pretty_cache is not None:
+            return self.pretty_cache
+        shown = ", ".join(f"{key}={value}" for key, value in sorted(self.public_params.items()))
+        return f"{self.family}({shown})"
 
     def failures_in_window(self, now: float) -> int:
         """Failures within the retry policy's ``disable_window`` seconds before ``now``."""

@@ -91,6 +91,10 @@ class SchedulerState(LuigiStateNames):
         self.deadlines = Deadlines()
         self.to_recheck: set[str] = set()  # tasks the next prune checks for lost stakeholders or runner
         self.disabled_version = 0  # bumps when the set of tasks with a DISABLED upstream may change
+        # Display names (family and parameters), for the search index: ``names_version`` bumps at any
+        # change, ``names_rewritten`` only when a name changed or went (not when tasks were only added).
+        self.names_version = 0
+        self.names_rewritten = 0
         self.changes: ChangeSet | None = None  # records to persist at the next flush; None: no store
         self.metrics: MetricsCollector = NoMetricsCollector()  # told of transitions by the rules (not state)
         self.metrics_extras = CollectorExtras.of(self.metrics)
@@ -178,6 +182,7 @@ class SchedulerState(LuigiStateNames):
         self.set_deps(task, deps)
         self.to_recheck.add(task.id)
         self.mark_changed(task.id)
+        self.names_version += 1
 
     def remove_task(self, task: TaskRecord) -> None:
         """Forget a task; tasks depending on it see it as missing, hence unfinished."""
@@ -195,6 +200,7 @@ class SchedulerState(LuigiStateNames):
         del self.by_status[task.status][task.id]
         del self.tasks[task.id]
         self.mark_changed(task.id)
+        self._names_rewritten()
         if task.status == DONE:
             self._dependents_changed(task.id, +1)
         self.disabled_version += 1  # it may have been on a path to a DISABLED task
@@ -260,6 +266,7 @@ class SchedulerState(LuigiStateNames):
         task.family = interned(family)
         task.pretty_cache = None
         self.mark_changed(task.id)
+        self._names_rewritten()
         self.by_family.setdefault(family, set()).add(task.id)
 
     def mark_runnable(self, task: TaskRecord) -> None:
@@ -343,9 +350,11 @@ class SchedulerState(LuigiStateNames):
             task.param_visibilities = shared_dict(param_visibilities)
             task.pretty_cache = None
             self.mark_changed(task.id)
+            self._names_rewritten()
         if not task.params and params:
             task.set_params(params)
             self.mark_changed(task.id)
+            self._names_rewritten()
 
     def start_run(self, task: TaskRecord, worker_id: str, held: dict[str, Any] | None) -> None:
         """Record that ``worker_id`` runs the task from now, holding ``held`` (None: as before)."""
@@ -577,20 +586,14 @@ class SchedulerState(LuigiStateNames):
         are rebuilt. Returns the tasks that named unknown workers (rebuilding dropped those ids)."""
         for worker in self.workers.values():
             worker.last_active = now
-        known = self.workers
-        stale = [
-            task.id
-            for task in self.tasks.values()
-            if any(w not in known for w in task.workers) or any(w not in known for w in task.stakeholders)
-        ]
-        self.rebuild_indexes()
-        return stale
+        return self.rebuild_indexes()
 
-    def rebuild_indexes(self) -> None:
+    def rebuild_indexes(self) -> list[str]:
         """Recompute every derived index from the task and worker records (after loading them).
 
-        Ids of unknown workers are dropped from tasks' ``workers`` and ``stakeholders``; every task is
-        re-checked at the next prune and its pending deadlines are scheduled again.
+        Ids of unknown workers are dropped from tasks' ``workers`` and ``stakeholders`` (the tasks that
+        named any are returned); every task is re-checked at the next prune and its pending deadlines are
+        scheduled again.
         """
         self.by_status = {status: {} for status in STATUSES}
         self.dependents, self.by_family, self.by_batch = {}, {}, {}
@@ -598,22 +601,28 @@ class SchedulerState(LuigiStateNames):
         self.deadlines = Deadlines()
         self.assistants = {worker.id for worker in self.workers.values() if worker.assistant}
         self.disabled_version += 1
+        self._names_rewritten()
         for worker in self.workers.values():
             worker.tasks, worker.stake = set(), set()
             worker.pending_counts = {status: [0, 0, 0] for status in COUNTED_STATUSES}
             self.deadlines.remind_worker(
                 worker.last_active + self.config.worker_disconnect_delay, worker.id, worker.started
             )
+        stale = [task.id for task in self.tasks.values() if self._index_restored_task(task)]
         for task in self.tasks.values():
-            self._index_restored_task(task)
-        for task in self.tasks.values():
-            task.unfinished_deps = sum(1 for dep_id in task.deps if not self.is_done(dep_id))
+            if task.deps:
+                task.unfinished_deps = sum(1 for dep_id in task.deps if not self.is_done(dep_id))
             self.refresh_ready(task)
         self.to_recheck = set(self.tasks)
+        return stale
 
-    def _index_restored_task(self, task: TaskRecord) -> None:
-        task.workers = shared_keys(w for w in task.workers if w in self.workers)
-        task.stakeholders = shared_ids(w for w in task.stakeholders if w in self.workers)
+    def _index_restored_task(self, task: TaskRecord) -> bool:
+        """Index one loaded task; True when it named workers that are gone (they are dropped)."""
+        known = self.workers.keys()
+        stale = not (known >= task.workers.keys() and known >= task.stakeholders)
+        if stale:
+            task.workers = shared_keys(w for w in task.workers if w in known)
+            task.stakeholders = shared_ids(w for w in task.stakeholders if w in known)
         task.resource_key = resource_key(task.resources)
         task.pretty_cache = None
         self.by_status[task.status][task.id] = task
@@ -633,6 +642,7 @@ class SchedulerState(LuigiStateNames):
             self.set_removal(task, task.remove)
         if task.scheduler_disable_time is not None:
             self.set_scheduler_disabled(task, task.scheduler_disable_time)
+        return stale
 
     # -- ready queues ----------------------------------------------------------------------------------
 
@@ -668,6 +678,10 @@ class SchedulerState(LuigiStateNames):
         )
 
     # -- index helpers ---------------------------------------------------------------------------------
+
+    def _names_rewritten(self) -> None:
+        self.names_version += 1
+        self.names_rewritten += 1
 
     def _link_deps(self, task: TaskRecord, deps: AbstractSet[str]) -> None:
         for dep_id in deps:

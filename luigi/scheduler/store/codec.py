@@ -7,6 +7,7 @@ column, collections and free-form values are JSON text. JSON has no infinity, so
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import operator
@@ -15,7 +16,16 @@ from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore
 from typing import Any, NoReturn, cast
 
 from luigi.scheduler.model.records import TaskRecord, WorkerRecord
-from luigi.scheduler.model.shared import EMPTY_LIST, NO_IDS, interned, shared_dict, shared_ids, shared_keys
+from luigi.scheduler.model.shared import (
+    EMPTY_LIST,
+    NO_IDS,
+    FrozenDict,
+    FrozenList,
+    interned,
+    shared_dict,
+    shared_ids,
+    shared_keys,
+)
 from luigi.scheduler.model.state import STATUSES
 from luigi.scheduler.settings import TaskRetryPolicy
 from luigi.scheduler.store.base import CorruptStateError
@@ -298,42 +308,54 @@ def worker_from_row(row: Mapping[Any, Any]) -> WorkerRecord:
     return WorkerRecord(**_decode_fields("workers", row, _WORKER_DECODERS))
 
 
-# Kinds whose decoded values are immutable or shared between records: a load decodes each text once.
+# Kinds whose values repeat from row to row and decode to immutable or shared values: a load decodes each
+# distinct text once. Other kinds only remember their NULL and short texts ("null", "[]", "0"), and only
+# when those decode to an immutable value (an empty params dict must stay a dict of its own).
 _REMEMBERED_KINDS = frozenset({"status", "name", "bool", "policy", "shared", "ids", "ordered"})
-_MISSING = object()
+_IMMUTABLE = (type(None), bool, int, float, str, frozenset, TaskRetryPolicy, FrozenDict, FrozenList)
+
+
+class _Remembered(dict[Any, Any]):
+    """One column's decoder during one load: a dict lookup (no Python call) for a text seen before."""
+
+    def __init__(self, decode: Decoder, every_text: bool) -> None:
+        super().__init__()
+        self._decode = decode
+        self._every_text = every_text
+
+    def __missing__(self, raw: Any) -> Any:
+        value = self._decode(raw)
+        short = raw is None or (type(raw) is str and len(raw) <= 4)
+        if (self._every_text or short) and type(value) in _IMMUTABLE:
+            self[raw] = value
+        return value
 
 
 class RowReader:
     """Decodes the rows of one table during one load, each a sequence of values in field order (a
     driver's tuple); a text that repeats from row to row (a status, a family, a retry policy, the
-    workers of a task) is decoded once. A row that does not decode raises CorruptStateError naming the
-    record and the column, as ``task_from_row`` does."""
+    workers of a task, an empty list) is decoded once. A row that does not decode raises
+    CorruptStateError naming the record and the column, as ``task_from_row`` does."""
 
     def __init__(self, table: str) -> None:
         fields, plan, self._make = _TABLES[table]
         self._table = table
         self.names = tuple(name for name, _ in fields)
-        self._steps: tuple[tuple[Decoder, dict[Any, Any] | None], ...] = tuple(
-            (decode, {} if kind.rstrip("?") in _REMEMBERED_KINDS else None)
+        self._steps: tuple[Decoder, ...] = tuple(
+            decode
+            if kind == "key"
+            else _Remembered(decode, kind.rstrip("?") in _REMEMBERED_KINDS).__getitem__
             for (_, kind), (_, decode) in zip(fields, plan, strict=True)
         )
         self._plan = plan
 
     def __call__(self, row: Sequence[Any]) -> Any:
-        values = []
         try:
-            for (decode, memo), raw in zip(self._steps, row, strict=True):
-                if memo is None:
-                    values.append(decode(raw))
-                    continue
-                value = memo.get(raw, _MISSING)
-                if value is _MISSING:
-                    value = memo[raw] = decode(raw)
-                values.append(value)
+            values = [decode(raw) for decode, raw in zip(self._steps, row, strict=True)]
         except (ValueError, TypeError):
             _decode_fields(self._table, dict(zip(self.names, row, strict=False)), self._plan)  # names it
             raise
-        return self._make(**dict(zip(self.names, values, strict=True)))
+        return self._make(*values)  # the fields come first in the record, in this order
 
 
 def decode_json(table: str, key: str, column: str, text: Any, kind: str = "json") -> Any:
@@ -456,6 +478,13 @@ def _decoder(kind: str) -> Decoder:
 
 _TASK_DECODERS = tuple((name, _decoder(kind)) for name, kind in TASK_FIELDS)
 _WORKER_DECODERS = tuple((name, _decoder(kind)) for name, kind in WORKER_FIELDS)
+# The persisted fields are the records' first fields, in the same order (``RowReader`` relies on it).
+assert tuple(f.name for f in dataclasses.fields(TaskRecord))[: len(TASK_FIELDS)] == tuple(
+    n for n, _ in TASK_FIELDS
+)
+assert tuple(f.name for f in dataclasses.fields(WorkerRecord))[: len(WORKER_FIELDS)] == tuple(
+    n for n, _ in WORKER_FIELDS
+)
 _Table = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, Decoder], ...], Callable[..., Any]]
 _TABLES: dict[str, _Table] = {
     "tasks": (TASK_FIELDS, _TASK_DECODERS, TaskRecord),
