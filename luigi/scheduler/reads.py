@@ -13,6 +13,7 @@ from luigi.scheduler.model.state import SchedulerState
 from luigi.scheduler.views import queries
 from luigi.scheduler.views.census import Census
 from luigi.scheduler.views.neighbourhood import GraphViews, detail_of
+from luigi.scheduler.views.search import NameIndex
 from luigi.scheduler.views.serialize import traverse_graph
 from luigi.scheduler.views.task_pages import PageQuery, TaskPages
 
@@ -32,8 +33,12 @@ class ReadMethods:
         return Census(self._state)
 
     @functools.cached_property
+    def _names(self) -> NameIndex:
+        return NameIndex(self._state)
+
+    @functools.cached_property
     def _pages(self) -> TaskPages:
-        return TaskPages(self._state, self._census)
+        return TaskPages(self._state, self._census, self._names)
 
     @functools.cached_property
     def _graphs(self) -> GraphViews:
@@ -85,7 +90,9 @@ class ReadMethods:
             if too_many is not None:
                 return too_many
         self.prune()
-        return queries.task_list(self._state, status, upstream_status, limit, search, max_shown_tasks)
+        return queries.task_list(
+            self._state, status, upstream_status, limit, search, max_shown_tasks, self._names
+        )
 
     def resource_list(self) -> list[dict[str, Any]]:
         """Configured resources with their capacity, use and consumers."""

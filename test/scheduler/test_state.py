@@ -7,6 +7,7 @@ import ast
 import dataclasses
 from pathlib import Path
 
+import pytest
 from helpers.scheduler import WORKER, make_scheduler
 
 import luigi.scheduler.rules
@@ -126,3 +127,39 @@ def record_writes_in(path: Path) -> list[str]:
 def test_rules_write_records_only_through_the_state():
     rules = Path(luigi.scheduler.rules.__file__).parent
     assert [write for path in sorted(rules.glob("*.py")) for write in record_writes_in(path)] == []
+
+
+def test_tasks_with_the_same_worker_stakeholder_visibilities_and_no_deps_share_one_container_each():
+    # A million tasks of one run hold the same few things: one object each, not one per task.
+    sch, _ = make_scheduler()
+    for task_id in ("A", "B"):
+        sch.add_task(
+            worker=WORKER, task_id=task_id, family="F", params={"p": task_id}, param_visibilities={"p": 0}
+        )
+    a, b = sch._state.tasks["A"], sch._state.tasks["B"]
+
+    for field in (
+        "workers",
+        "stakeholders",
+        "param_visibilities",
+        "resources",
+        "deps",
+        "owners",
+        "failure_times",
+    ):
+        assert getattr(a, field) is getattr(b, field), field
+    assert a.params == {"p": "A"} and b.params == {"p": "B"}
+
+
+def test_a_shared_container_refuses_a_write_in_place_and_the_state_replaces_it_instead():
+    sch, _ = make_scheduler()
+    sch.add_task(worker=WORKER, task_id="A")
+    sch.add_task(worker=WORKER, task_id="B")
+    a = sch._state.tasks["A"]
+    with pytest.raises(TypeError, match="shared between scheduler records and read-only"):
+        a.workers["intruder"] = None  # type: ignore[index]
+    with pytest.raises(TypeError, match="replace the field through SchedulerState"):
+        a.failure_times.append(1.0)
+
+    sch.add_task(worker="w2", task_id="A")
+    assert list(a.workers) == [WORKER, "w2"] and list(sch._state.tasks["B"].workers) == [WORKER]

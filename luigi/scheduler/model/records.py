@@ -9,6 +9,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
+from luigi.scheduler.model.shared import EMPTY_DICT, EMPTY_LIST, NO_IDS, interned
 from luigi.scheduler.settings import TaskRetryPolicy
 from luigi.task_status import FAILED, PENDING
 
@@ -29,22 +30,27 @@ def resource_key(resources: dict[str, Any]) -> ResourceKey:
 
 @dataclass(slots=True, eq=False)
 class TaskRecord:
-    """One task as the scheduler sees it (Luigi's scheduler ``Task``)."""
+    """One task as the scheduler sees it (Luigi's scheduler ``Task``).
+
+    Its containers other than ``params`` are read-only and may be shared with other records
+    (``model.shared``): ``SchedulerState`` replaces them, it never changes them in place.
+    """
 
     id: str
     status: str
     created: float
     updated: float
     retry_policy: TaskRetryPolicy
-    deps: set[str] = field(default_factory=set)
+    deps: frozenset[str] = NO_IDS
     priority: float = 0
     family: str = ""
     module: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
-    param_visibilities: dict[str, int] = field(default_factory=dict)
-    resources: dict[str, Any] = field(default_factory=dict)
-    stakeholders: set[str] = field(default_factory=set)
-    workers: dict[str, None] = field(default_factory=dict)  # an ordered set: the order is the add order
+    param_visibilities: dict[str, int] = field(default_factory=lambda: EMPTY_DICT)
+    resources: dict[str, Any] = field(default_factory=lambda: EMPTY_DICT)
+    stakeholders: frozenset[str] = NO_IDS
+    # an ordered set: the order is the add order
+    workers: dict[str, None] = field(default_factory=lambda: EMPTY_DICT)
     retry: float | None = None
     remove: float | None = None
     worker_running: str | None = None
@@ -55,14 +61,14 @@ class TaskRecord:
     tracking_url: str | None = None
     status_message: str | None = None
     progress_percentage: Any = None
-    scheduler_message_responses: dict[str, Any] = field(default_factory=dict)
+    scheduler_message_responses: dict[str, Any] = field(default_factory=lambda: EMPTY_DICT)
     scheduler_disable_time: float | None = None
-    failure_times: list[float] = field(default_factory=list)
+    failure_times: list[float] = field(default_factory=lambda: EMPTY_LIST)
     first_failure_time: float | None = None
     runnable: bool = False
     batchable: bool = False
     batch_id: str | None = None
-    owners: list[str] = field(default_factory=list)
+    owners: list[str] = field(default_factory=lambda: EMPTY_LIST)
     # who lost its run of the task, while nobody has started it since (``rules.leases``): a dict of
     # ``worker``, ``ahead`` (a grant made ahead, put back) and ``failed_at`` (the failure the loss added)
     lost_lease: dict[str, Any] | None = None
@@ -78,8 +84,8 @@ class TaskRecord:
     pretty_cache: str | None = None
 
     def set_params(self, params: dict[str, Any] | None) -> None:
-        """Replace the parameters (the display name follows)."""
-        self.params = dict(params or {})
+        """Replace the parameters (the display name follows); their names are interned (they repeat)."""
+        self.params = {interned(key): value for key, value in params.items()} if params else {}
         self.pretty_cache = None
 
     @property
@@ -106,9 +112,15 @@ class TaskRecord:
     def pretty_id(self) -> str:
         """``Family(k=v, ...)`` over the public parameters, sorted by name (what users search for)."""
         if self.pretty_cache is None:
-            shown = ", ".join(f"{key}={value}" for key, value in sorted(self.public_params.items()))
-            self.pretty_cache = f"{self.family}({shown})"
+            self.pretty_cache = self.display_name()
         return self.pretty_cache
+
+    def display_name(self) -> str:
+        """``pretty_id`` without keeping it on the record (the search index reads every task's)."""
+        if self.pretty_cache is not None:
+            return self.pretty_cache
+        shown = ", ".join(f"{key}={value}" for key, value in sorted(self.public_params.items()))
+        return f"{self.family}({shown})"
 
     def failures_in_window(self, now: float) -> int:
         """Failures within the retry policy's ``disable_window`` seconds before ``now``."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from luigi.metrics import CollectorExtras, MetricsCollector, NoMetricsCollector
@@ -30,6 +31,15 @@ from luigi.scheduler.model.records import (
     WorkerRecord,
     resource_key,
 )
+from luigi.scheduler.model.shared import (
+    EMPTY_DICT,
+    EMPTY_LIST,
+    NO_IDS,
+    interned,
+    shared_dict,
+    shared_ids,
+    shared_keys,
+)
 from luigi.scheduler.settings import SchedulerConfig, TaskRetryPolicy
 from luigi.task_status import BATCH_RUNNING, DISABLED, DONE, FAILED, PENDING, RUNNING, UNKNOWN
 
@@ -40,6 +50,8 @@ STATUSES = (PENDING, RUNNING, DONE, FAILED, DISABLED, UNKNOWN, BATCH_RUNNING)
 ACTIVE_RUN_STATUSES = (RUNNING, BATCH_RUNNING)
 # A cancel request lasts while its run does and, once that run FAILED, until the task is forgiven.
 CANCEL_KEPT_STATUSES = (RUNNING, FAILED)
+# Up to this many dependents of a task are kept in a frozenset shared with equal ones; past it, a set.
+SHARED_DEPENDENTS = 8
 
 
 class PlainFields(TypedDict, total=False):
@@ -71,7 +83,7 @@ class SchedulerState(LuigiStateNames):
         self.paused = False
         # derived indexes
         self.by_status: dict[str, dict[str, TaskRecord]] = {status: {} for status in STATUSES}
-        self.dependents: dict[str, set[str]] = {}
+        self.dependents: dict[str, frozenset[str] | set[str]] = {}
         self.by_family: dict[str, set[str]] = {}
         self.by_batch: dict[str, set[str]] = {}
         self.assistants: set[str] = set()  # ids of the known workers that declared themselves assistants
@@ -79,6 +91,10 @@ class SchedulerState(LuigiStateNames):
         self.deadlines = Deadlines()
         self.to_recheck: set[str] = set()  # tasks the next prune checks for lost stakeholders or runner
         self.disabled_version = 0  # bumps when the set of tasks with a DISABLED upstream may change
+        # Display names (family and parameters), for the search index: ``names_version`` bumps at any
+        # change, ``names_rewritten`` only when a name changed or went (not when tasks were only added).
+        self.names_version = 0
+        self.names_rewritten = 0
         self.changes: ChangeSet | None = None  # records to persist at the next flush; None: no store
         self.metrics: MetricsCollector = NoMetricsCollector()  # told of transitions by the rules (not state)
         self.metrics_extras = CollectorExtras.of(self.metrics)
@@ -134,10 +150,10 @@ class SchedulerState(LuigiStateNames):
             updated=now,
             retry_policy=retry_policy,
             priority=priority,
-            family=family or "",
-            module=module,
-            param_visibilities=dict(param_visibilities or {}),
-            resources=dict(resources or {}),
+            family=interned(family or ""),
+            module=interned(module) if module else module,
+            param_visibilities=shared_dict(param_visibilities),
+            resources=shared_dict(resources),
         )
         task.set_params(params)
         self._index_new_task(task, deps or ())
@@ -153,7 +169,7 @@ class SchedulerState(LuigiStateNames):
                 f"Task {task.id!r} brought its own workers, stakeholders or batch: add it without them, "
                 "then report it with add_task(worker=...)"
             )
-        deps, task.deps, task.unfinished_deps = set(task.deps), set(), 0
+        deps, task.deps, task.unfinished_deps = set(task.deps), NO_IDS, 0
         self._index_new_task(task, deps)
 
     def _index_new_task(self, task: TaskRecord, deps: Iterable[str]) -> None:
@@ -166,6 +182,7 @@ class SchedulerState(LuigiStateNames):
         self.set_deps(task, deps)
         self.to_recheck.add(task.id)
         self.mark_changed(task.id)
+        self.names_version += 1
 
     def remove_task(self, task: TaskRecord) -> None:
         """Forget a task; tasks depending on it see it as missing, hence unfinished."""
@@ -177,11 +194,13 @@ class SchedulerState(LuigiStateNames):
             if worker is not None:
                 worker.stake.discard(task.id)
         self._unlink_deps(task, task.deps)
+        task.deps = NO_IDS
         self.set_batch_id(task, None)
         self._discard_from(self.by_family, task.family, task.id)
         del self.by_status[task.status][task.id]
         del self.tasks[task.id]
         self.mark_changed(task.id)
+        self._names_rewritten()
         if task.status == DONE:
             self._dependents_changed(task.id, +1)
         self.disabled_version += 1  # it may have been on a path to a DISABLED task
@@ -209,10 +228,11 @@ class SchedulerState(LuigiStateNames):
 
     def set_deps(self, task: TaskRecord, deps: Iterable[str]) -> None:
         """Replace the dependencies."""
-        new = set(deps)
+        new = frozenset(deps) or NO_IDS
         if new != task.deps:
             self._unlink_deps(task, task.deps - new)
             self._link_deps(task, new - task.deps)
+            task.deps = new
             self.refresh_ready(task)
             self.mark_changed(task.id)
 
@@ -221,11 +241,12 @@ class SchedulerState(LuigiStateNames):
         added = set(deps) - task.deps
         if added:
             self._link_deps(task, added)
+            task.deps = task.deps | added
             self.mark_changed(task.id)
 
     def set_resources(self, task: TaskRecord, resources: dict[str, Any]) -> None:
         """Replace the task's resource needs (it moves to another ready group)."""
-        task.resources = dict(resources)
+        task.resources = shared_dict(resources)
         self.mark_changed(task.id)
         key = resource_key(task.resources)
         if key != task.resource_key:
@@ -242,9 +263,10 @@ class SchedulerState(LuigiStateNames):
     def set_family(self, task: TaskRecord, family: str) -> None:
         """Name the family of a task first known as a stub."""
         self._discard_from(self.by_family, task.family, task.id)
-        task.family = family
+        task.family = interned(family)
         task.pretty_cache = None
         self.mark_changed(task.id)
+        self._names_rewritten()
         self.by_family.setdefault(family, set()).add(task.id)
 
     def mark_runnable(self, task: TaskRecord) -> None:
@@ -268,7 +290,7 @@ class SchedulerState(LuigiStateNames):
         if worker_id in task.workers:
             return
         self._count_pending(task, -1)
-        task.workers[worker_id] = None
+        task.workers = shared_keys((*task.workers, worker_id))
         self._count_pending(task, +1)
         self.workers[worker_id].tasks.add(task.id)
         self.refresh_ready(task)
@@ -279,7 +301,7 @@ class SchedulerState(LuigiStateNames):
         if worker_id not in task.workers:
             return
         self._count_pending(task, -1)
-        del task.workers[worker_id]
+        task.workers = shared_keys(w for w in task.workers if w != worker_id)
         self._count_pending(task, +1)
         worker = self.workers.get(worker_id)
         if worker is not None:
@@ -289,14 +311,14 @@ class SchedulerState(LuigiStateNames):
     def add_stakeholder(self, task: TaskRecord, worker_id: str) -> None:
         """The worker wants the task kept (it added the task or a task depending on it)."""
         if worker_id not in task.stakeholders:
-            task.stakeholders.add(worker_id)
+            task.stakeholders = shared_ids((*task.stakeholders, worker_id))
             self.mark_changed(task.id)
         self.workers[worker_id].stake.add(task.id)
 
     def remove_stakeholder(self, task: TaskRecord, worker_id: str) -> None:
         """The worker no longer keeps the task alive; without stakeholders it is due for removal."""
         if worker_id in task.stakeholders:
-            task.stakeholders.discard(worker_id)
+            task.stakeholders = shared_ids(w for w in task.stakeholders if w != worker_id)
             self.mark_changed(task.id)
         worker = self.workers.get(worker_id)
         if worker is not None:
@@ -322,15 +344,17 @@ class SchedulerState(LuigiStateNames):
         if not task.family and family:
             self.set_family(task, family)
         if not task.module and module != task.module:
-            task.module = module
+            task.module = interned(module) if module else module
             self.mark_changed(task.id)
         if not task.param_visibilities and param_visibilities:
-            task.param_visibilities = dict(param_visibilities)
+            task.param_visibilities = shared_dict(param_visibilities)
             task.pretty_cache = None
             self.mark_changed(task.id)
+            self._names_rewritten()
         if not task.params and params:
             task.set_params(params)
             self.mark_changed(task.id)
+            self._names_rewritten()
 
     def start_run(self, task: TaskRecord, worker_id: str, held: dict[str, Any] | None) -> None:
         """Record that ``worker_id`` runs the task from now, holding ``held`` (None: as before)."""
@@ -368,33 +392,33 @@ class SchedulerState(LuigiStateNames):
         its hard timeout has passed (it is disabled then, whatever the window holds)."""
         if task.first_failure_time is None:
             task.first_failure_time = now
-        task.failure_times.append(now)
+        times = [*task.failure_times, now]  # a new list: the empty one is shared (``model.shared``)
         policy = task.retry_policy
         if now < task.first_failure_time + policy.disable_hard_timeout:
-            stale = bisect.bisect_left(task.failure_times, now - policy.disable_window)
-            if stale:
-                del task.failure_times[:stale]
+            del times[: bisect.bisect_left(times, now - policy.disable_window)]
+        task.failure_times = times
         self.mark_changed(task.id)
 
     def clear_failures(self, task: TaskRecord) -> None:
         """Forget every recorded failure (re-enabling)."""
-        task.failure_times.clear()
+        task.failure_times = EMPTY_LIST
         task.first_failure_time = None
         self.mark_changed(task.id)
 
     def forget_failure(self, task: TaskRecord, failed_at: float) -> None:
         """Take back the last failure recorded at ``failed_at`` (a lost run that was not lost after all)."""
-        times = task.failure_times
+        times = list(task.failure_times)  # a new list: the empty one is shared (``model.shared``)
         if failed_at not in times:
             return
         del times[len(times) - 1 - times[::-1].index(failed_at)]
+        task.failure_times = times if times else EMPTY_LIST
         if not times and task.first_failure_time == failed_at:
             task.first_failure_time = None
         self.mark_changed(task.id)
 
     def add_message_response(self, task: TaskRecord, message_id: str, response: Any) -> None:
         """Keep a running task's answer to a scheduler message until it is asked for."""
-        task.scheduler_message_responses[message_id] = response
+        task.scheduler_message_responses = {**task.scheduler_message_responses, message_id: response}
         self.mark_changed(task.id)
 
     def take_message_response(self, task: TaskRecord, message_id: str) -> Any:
@@ -402,7 +426,10 @@ class SchedulerState(LuigiStateNames):
         if message_id not in task.scheduler_message_responses:
             return None
         self.mark_changed(task.id)
-        return task.scheduler_message_responses.pop(message_id)
+        responses = dict(task.scheduler_message_responses)
+        response = responses.pop(message_id)
+        task.scheduler_message_responses = responses or EMPTY_DICT
+        return response
 
     def recheck(self, task_id: str) -> None:
         """Have the next prune check the task for a lost runner or lost stakeholders."""
@@ -603,20 +630,14 @@ class SchedulerState(LuigiStateNames):
         are rebuilt. Returns the tasks that named unknown workers (rebuilding dropped those ids)."""
         for worker in self.workers.values():
             worker.last_active = now
-        known = self.workers
-        stale = [
-            task.id
-            for task in self.tasks.values()
-            if any(w not in known for w in task.workers) or any(w not in known for w in task.stakeholders)
-        ]
-        self.rebuild_indexes()
-        return stale
+        return self.rebuild_indexes()
 
-    def rebuild_indexes(self) -> None:
+    def rebuild_indexes(self) -> list[str]:
         """Recompute every derived index from the task and worker records (after loading them).
 
-        Ids of unknown workers are dropped from tasks' ``workers`` and ``stakeholders``; every task is
-        re-checked at the next prune and its pending deadlines are scheduled again.
+        Ids of unknown workers are dropped from tasks' ``workers`` and ``stakeholders`` (the tasks that
+        named any are returned); every task is re-checked at the next prune and its pending deadlines are
+        scheduled again.
         """
         self.by_status = {status: {} for status in STATUSES}
         self.dependents, self.by_family, self.by_batch = {}, {}, {}
@@ -624,19 +645,21 @@ class SchedulerState(LuigiStateNames):
         self.deadlines = Deadlines()
         self.assistants = {worker.id for worker in self.workers.values() if worker.assistant}
         self.disabled_version += 1
+        self._names_rewritten()
         for worker in self.workers.values():
             worker.tasks, worker.stake = set(), set()
             worker.pending_counts = {status: [0, 0, 0] for status in COUNTED_STATUSES}
             self.deadlines.remind_worker(
                 worker.last_active + self.config.worker_disconnect_delay, worker.id, worker.started
             )
+        stale = [task.id for task in self.tasks.values() if self._index_restored_task(task)]
         for task in self.tasks.values():
-            self._index_restored_task(task)
-        for task in self.tasks.values():
-            task.unfinished_deps = sum(1 for dep_id in task.deps if not self.is_done(dep_id))
+            if task.deps:
+                task.unfinished_deps = sum(1 for dep_id in task.deps if not self.is_done(dep_id))
             self.refresh_ready(task)
         self._rebuild_ahead_queues()
         self.to_recheck = set(self.tasks)
+        return stale
 
     def _rebuild_ahead_queues(self) -> None:
         """Each worker's grants made ahead, in the order granted (the time each was granted), from the
@@ -652,9 +675,13 @@ class SchedulerState(LuigiStateNames):
         for task in granted:
             self.workers[str(task.worker_running)].ahead.append(task.id)
 
-    def _index_restored_task(self, task: TaskRecord) -> None:
-        task.workers = {w: None for w in task.workers if w in self.workers}
-        task.stakeholders = {w for w in task.stakeholders if w in self.workers}
+    def _index_restored_task(self, task: TaskRecord) -> bool:
+        """Index one loaded task; True when it named workers that are gone (they are dropped)."""
+        known = self.workers.keys()
+        stale = not (known >= task.workers.keys() and known >= task.stakeholders)
+        if stale:
+            task.workers = shared_keys(w for w in task.workers if w in known)
+            task.stakeholders = shared_ids(w for w in task.stakeholders if w in known)
         task.resource_key = resource_key(task.resources)
         task.pretty_cache = None
         self.by_status[task.status][task.id] = task
@@ -662,7 +689,7 @@ class SchedulerState(LuigiStateNames):
         if task.batch_id is not None:
             self.by_batch.setdefault(task.batch_id, set()).add(task.id)
         for dep_id in task.deps:
-            self.dependents.setdefault(dep_id, set()).add(task.id)
+            self._add_dependent(dep_id, task.id)
         for worker_id in task.workers:
             self.workers[worker_id].tasks.add(task.id)
         for worker_id in task.stakeholders:
@@ -674,6 +701,7 @@ class SchedulerState(LuigiStateNames):
             self.set_removal(task, task.remove)
         if task.scheduler_disable_time is not None:
             self.set_scheduler_disabled(task, task.scheduler_disable_time)
+        return stale
 
     # -- ready queues ----------------------------------------------------------------------------------
 
@@ -710,23 +738,49 @@ class SchedulerState(LuigiStateNames):
 
     # -- index helpers ---------------------------------------------------------------------------------
 
-    def _link_deps(self, task: TaskRecord, deps: set[str]) -> None:
+    def _names_rewritten(self) -> None:
+        self.names_version += 1
+        self.names_rewritten += 1
+
+    def _link_deps(self, task: TaskRecord, deps: AbstractSet[str]) -> None:
         for dep_id in deps:
-            task.deps.add(dep_id)
-            self.dependents.setdefault(dep_id, set()).add(task.id)
+            self._add_dependent(dep_id, task.id)
             if not self.is_done(dep_id):
                 task.unfinished_deps += 1
         if deps:
             self.disabled_version += 1
 
-    def _unlink_deps(self, task: TaskRecord, deps: set[str]) -> None:
-        for dep_id in list(deps):
-            task.deps.discard(dep_id)
-            self._discard_from(self.dependents, dep_id, task.id)
+    def _unlink_deps(self, task: TaskRecord, deps: AbstractSet[str]) -> None:
+        for dep_id in deps:
+            self._discard_dependent(dep_id, task.id)
             if not self.is_done(dep_id):
                 task.unfinished_deps -= 1
         if deps:
             self.disabled_version += 1
+
+    def _add_dependent(self, dep_id: str, task_id: str) -> None:
+        """Index ``task_id`` as depending on ``dep_id``: a few dependents share a frozenset with other
+        tasks that have the same ones, many get a set of their own (adding stays O(1))."""
+        current = self.dependents.get(dep_id)
+        if current is None:
+            self.dependents[dep_id] = shared_ids((task_id,))
+        elif type(current) is set:
+            current.add(task_id)
+        elif len(current) < SHARED_DEPENDENTS:
+            self.dependents[dep_id] = shared_ids((*current, task_id))
+        else:
+            self.dependents[dep_id] = {*current, task_id}
+
+    def _discard_dependent(self, dep_id: str, task_id: str) -> None:
+        current = self.dependents.get(dep_id)
+        if current is None or task_id not in current:
+            return
+        if len(current) == 1:
+            del self.dependents[dep_id]
+        elif type(current) is set:
+            current.discard(task_id)
+        else:
+            self.dependents[dep_id] = shared_ids(t for t in current if t != task_id)
 
     def _dependents_changed(self, task_id: str, delta: int) -> None:
         """A task became DONE (-1) or stopped being DONE (+1): adjust its dependents' counters."""

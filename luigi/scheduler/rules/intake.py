@@ -81,7 +81,7 @@ class ReportIntake:
         if task.retry_policy != retry_policy:  # set last: stub tasks learn their policy only here
             self.state.set_fields(task, retry_policy=retry_policy)
         if report.runnable and report.status != FAILED and reporter.enabled:
-            self.state.add_task_worker(task, report.worker)
+            self.state.add_task_worker(task, reporter.id)  # the record's id: one string for all its tasks
             self.state.mark_runnable(task)
         self.state.recheck(task.id)
 

@@ -7,6 +7,7 @@ column, collections and free-form values are JSON text. JSON has no infinity, so
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import operator
@@ -15,14 +16,26 @@ from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore
 from typing import Any, NoReturn, cast
 
 from luigi.scheduler.model.records import TaskRecord, WorkerRecord
+from luigi.scheduler.model.shared import (
+    EMPTY_LIST,
+    NO_IDS,
+    FrozenDict,
+    FrozenList,
+    interned,
+    shared_dict,
+    shared_ids,
+    shared_keys,
+)
 from luigi.scheduler.model.state import STATUSES
 from luigi.scheduler.settings import TaskRetryPolicy
 from luigi.scheduler.store.base import CorruptStateError
 
-# Field kinds: "key" (text primary key), "text", "time" (a float), "bool", "status", and JSON kinds:
-# "json" (any value), "dict", "list", "set" (of text), "ordered" (text keys of an ordered dict),
-# "times" (list of floats), "policy" (a TaskRetryPolicy), "number", "texts" (list of text).
-# A trailing "?" allows None.
+# Field kinds: "key" (text primary key), "text", "name" (text many records repeat: interned), "time" (a
+# float), "bool", "status", and JSON kinds: "json" (any value), "dict", "params" (a dict whose keys are
+# interned), "shared" (a read-only dict shared between equal ones), "list", "set" (a frozenset of text),
+# "ids" (one shared between equal ones), "ordered" (text keys of a read-only ordered dict, shared),
+# "times" (list of floats), "names" (list of text), "policy" (a TaskRetryPolicy), "number", "texts"
+# (list of text). A trailing "?" allows None. ``model.shared`` says why task records share containers.
 TASK_FIELDS: tuple[tuple[str, str], ...] = (
     ("id", "key"),
     ("status", "status"),
@@ -31,16 +44,16 @@ TASK_FIELDS: tuple[tuple[str, str], ...] = (
     ("retry_policy", "policy"),
     ("deps", "set"),
     ("priority", "json"),
-    ("family", "text"),
-    ("module", "text?"),
-    ("params", "dict"),
-    ("param_visibilities", "dict"),
-    ("resources", "dict"),
-    ("stakeholders", "set"),
+    ("family", "name"),
+    ("module", "name?"),
+    ("params", "params"),
+    ("param_visibilities", "shared"),
+    ("resources", "shared"),
+    ("stakeholders", "ids"),
     ("workers", "ordered"),
     ("retry", "time?"),
     ("remove", "time?"),
-    ("worker_running", "text?"),
+    ("worker_running", "name?"),
     ("time_running", "time?"),
     ("resources_running", "dict?"),
     ("expl", "json"),
@@ -48,14 +61,14 @@ TASK_FIELDS: tuple[tuple[str, str], ...] = (
     ("tracking_url", "json"),
     ("status_message", "json"),
     ("progress_percentage", "json"),
-    ("scheduler_message_responses", "dict"),
+    ("scheduler_message_responses", "shared"),
     ("scheduler_disable_time", "time?"),
     ("failure_times", "times"),
     ("first_failure_time", "time?"),
     ("runnable", "bool"),
     ("batchable", "bool"),
     ("batch_id", "text?"),
-    ("owners", "list"),
+    ("owners", "names"),
     ("lost_lease", "dict?"),  # since schema version 2
     ("cancel_requested", "time?"),  # since schema version 3
     ("granted_ahead", "bool?"),  # since schema version 4 (None in rows written before it: not ahead)
@@ -185,6 +198,7 @@ def _same(value: Any) -> Any:
 
 _ENCODERS: dict[str, Callable[[Any], Any]] = {
     "set": _encode_set,
+    "ids": _encode_set,
     "ordered": _encode_ordered,
     "policy": _encode_policy,
 }
@@ -192,7 +206,7 @@ _ENCODERS: dict[str, Callable[[Any], Any]] = {
 
 def _encoder(kind: str) -> Callable[[Any], Any]:
     base = kind.rstrip("?")
-    if base in ("key", "text", "time", "bool", "status"):
+    if base in ("key", "text", "name", "time", "bool", "status"):
         return _same
     encoder: Callable[[Any], Any] = _ENCODERS.get(base, _encode_json)
     if not kind.endswith("?"):
@@ -295,6 +309,56 @@ def worker_from_row(row: Mapping[Any, Any]) -> WorkerRecord:
     return WorkerRecord(**_decode_fields("workers", row, _WORKER_DECODERS))
 
 
+# Kinds whose values repeat from row to row and decode to immutable or shared values: a load decodes each
+# distinct text once. Other kinds only remember their NULL and short texts ("null", "[]", "0"), and only
+# when those decode to an immutable value (an empty params dict must stay a dict of its own).
+_REMEMBERED_KINDS = frozenset({"status", "name", "bool", "policy", "shared", "ids", "ordered"})
+_IMMUTABLE = (type(None), bool, int, float, str, frozenset, TaskRetryPolicy, FrozenDict, FrozenList)
+
+
+class _Remembered(dict[Any, Any]):
+    """One column's decoder during one load: a dict lookup (no Python call) for a text seen before."""
+
+    def __init__(self, decode: Decoder, every_text: bool) -> None:
+        super().__init__()
+        self._decode = decode
+        self._every_text = every_text
+
+    def __missing__(self, raw: Any) -> Any:
+        value = self._decode(raw)
+        short = raw is None or (type(raw) is str and len(raw) <= 4)
+        if (self._every_text or short) and type(value) in _IMMUTABLE:
+            self[raw] = value
+        return value
+
+
+class RowReader:
+    """Decodes the rows of one table during one load, each a sequence of values in field order (a
+    driver's tuple); a text that repeats from row to row (a status, a family, a retry policy, the
+    workers of a task, an empty list) is decoded once. A row that does not decode raises
+    CorruptStateError naming the record and the column, as ``task_from_row`` does."""
+
+    def __init__(self, table: str) -> None:
+        fields, plan, self._make = _TABLES[table]
+        self._table = table
+        self.names = tuple(name for name, _ in fields)
+        self._steps: tuple[Decoder, ...] = tuple(
+            decode
+            if kind == "key"
+            else _Remembered(decode, kind.rstrip("?") in _REMEMBERED_KINDS).__getitem__
+            for (_, kind), (_, decode) in zip(fields, plan, strict=True)
+        )
+        self._plan = plan
+
+    def __call__(self, row: Sequence[Any]) -> Any:
+        try:
+            values = [decode(raw) for decode, raw in zip(self._steps, row, strict=True)]
+        except (ValueError, TypeError):
+            _decode_fields(self._table, dict(zip(self.names, row, strict=False)), self._plan)  # names it
+            raise
+        return self._make(*values)  # the fields come first in the record, in this order
+
+
 def decode_json(table: str, key: str, column: str, text: Any, kind: str = "json") -> Any:
     """A JSON column's value, checked against ``kind``."""
     try:
@@ -352,7 +416,9 @@ def _a_list(value: Any) -> list[Any]:
 
 
 def _times(value: Any) -> list[Any]:
-    return [_number(item) for item in value] if isinstance(value, list) else _fail(value, "a list of times")
+    if not isinstance(value, list):
+        return _fail(value, "a list of times")
+    return [_number(item) for item in value] if value else EMPTY_LIST
 
 
 def _policy(value: Any) -> TaskRetryPolicy:
@@ -376,9 +442,13 @@ _SHAPES: dict[str, Decoder] = {
     "json": _any,
     "dict": _a_dict,
     "list": _a_list,
-    "set": lambda value: set(_texts(value)),
-    "ordered": lambda value: dict.fromkeys(_texts(value)),
+    "params": lambda value: {interned(key): item for key, item in _a_dict(value).items()},
+    "shared": lambda value: shared_dict(_a_dict(value)),
+    "set": lambda value: frozenset(_texts(value)) or NO_IDS,
+    "ids": lambda value: shared_ids(_texts(value)),
+    "ordered": lambda value: shared_keys(_texts(value)),
     "texts": _texts,
+    "names": lambda value: _texts(value) or EMPTY_LIST,
     "number": _number,
     "times": _times,
     "policy": _policy,
@@ -386,6 +456,7 @@ _SHAPES: dict[str, Decoder] = {
 _SCALARS: dict[str, Decoder] = {
     "key": _text,
     "text": _text,
+    "name": lambda raw: interned(_text(raw)),
     "status": _status,
     "time": _number,
     "bool": _boolean,
@@ -408,3 +479,15 @@ def _decoder(kind: str) -> Decoder:
 
 _TASK_DECODERS = tuple((name, _decoder(kind)) for name, kind in TASK_FIELDS)
 _WORKER_DECODERS = tuple((name, _decoder(kind)) for name, kind in WORKER_FIELDS)
+# The persisted fields are the records' first fields, in the same order (``RowReader`` relies on it).
+assert tuple(f.name for f in dataclasses.fields(TaskRecord))[: len(TASK_FIELDS)] == tuple(
+    n for n, _ in TASK_FIELDS
+)
+assert tuple(f.name for f in dataclasses.fields(WorkerRecord))[: len(WORKER_FIELDS)] == tuple(
+    n for n, _ in WORKER_FIELDS
+)
+_Table = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, Decoder], ...], Callable[..., Any]]
+_TABLES: dict[str, _Table] = {
+    "tasks": (TASK_FIELDS, _TASK_DECODERS, TaskRecord),
+    "workers": (WORKER_FIELDS, _WORKER_DECODERS, WorkerRecord),
+}

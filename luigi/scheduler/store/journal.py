@@ -32,6 +32,9 @@ ANSWER_SLICE_KEYS = 8
 PENDING_CAP = 20_000
 CAP_SLICE_KEYS = 1_000
 JOURNAL_BYTES_CAP = 128 * 1024 * 1024
+# A flush changing this many tasks or more skips the journal: its rows go straight into the database,
+# in one transaction with what is pending, a chunk at a time (``SqlStore``).
+DIRECT_WRITE_KEYS = PENDING_CAP
 JOURNAL_SUFFIX = ".journal"  # SQLite's own rollback journal is ``<database>-journal``
 
 

@@ -377,12 +377,10 @@ class RowStore:
     def read_all(self, conn: Connection) -> Snapshot:
         """The stored state; a row that would not load is skipped with an error naming it (a driver
         error means the file itself is damaged)."""
-        tasks_t, workers_t, resources_t = schema.tasks, schema.workers, schema.resources
+        resources_t = schema.resources
         snapshot = Snapshot()
-        rows = conn.execute(select(tasks_t).order_by(tasks_t.c.seq)).mappings()
-        snapshot.tasks = [task for row in rows if (task := _loaded(codec.task_from_row, row)) is not None]
-        rows = conn.execute(select(workers_t).order_by(workers_t.c.seq)).mappings()
-        snapshot.workers = [w for row in rows if (w := _loaded(codec.worker_from_row, row)) is not None]
+        snapshot.tasks = _read_records(conn, schema.tasks, codec.RowReader("tasks"))
+        snapshot.workers = _read_records(conn, schema.workers, codec.RowReader("workers"))
         query = select(resources_t.c.name, resources_t.c.amount).order_by(resources_t.c.seq)
         for name, amount in conn.execute(query):
             loaded = _loaded(codec.decode_json, "resources", name, "amount", amount, "number")
@@ -403,9 +401,19 @@ class RowStore:
     def write_changes(self, run: Runner, state: SchedulerState, changes: ChangeSet) -> None:
         """Write the current rows of every changed record; delete those of removed ones.
 
-        ``run`` executes driver SQL inside the caller's transaction.
+        ``run`` executes driver SQL inside the caller's transaction. Tasks go ``WRITE_CHUNK`` at a time,
+        so a flush that changed a million of them never holds a million rows.
         """
-        self.write_rows(run, self.rows_for(state, changes))
+        for keys in _chunks(changes.tasks, WRITE_CHUNK):
+            values = _changed(state.tasks, self._task_order, keys, _TASK_VALUES)
+            self._tasks.apply(run, _TASKS.rows(values))
+        others = ChangeSet(
+            workers=changes.workers,
+            resources=changes.resources,
+            batchers=changes.batchers,
+            paused=changes.paused,
+        )
+        self.write_rows(run, self.rows_for(state, others))
 
     def rows_for(self, state: SchedulerState, changes: ChangeSet) -> RowChanges:
         """The changed records' rows as they are now (with their ``seq``), and the rows to delete."""
@@ -421,8 +429,10 @@ class RowStore:
         )
 
     def write_rows(self, run: Runner, rows: RowChanges) -> None:
-        """Write ``rows`` with ``run``, which executes driver SQL inside the caller's transaction."""
-        self._tasks.apply(run, rows.task_rows())
+        """Write ``rows`` with ``run``, which executes driver SQL inside the caller's transaction (tasks
+        ``WRITE_CHUNK`` at a time)."""
+        for keys in _chunks(rows.tasks, WRITE_CHUNK):
+            self._tasks.apply(run, _TASKS.rows({key: rows.tasks[key] for key in keys}))
         self._workers.apply(run, rows.worker_rows())
         self._resources.apply(run, rows.resources)
         if rows.batchers:
@@ -468,6 +478,23 @@ class RowStore:
             for name in names
             if name in state.resources
         ]
+
+
+def _read_records(conn: Connection, table: Table, read: codec.RowReader) -> list[Any]:
+    """Every row of ``table`` in ``seq`` order, decoded by ``read`` (rows that would not load skipped).
+
+    A SQLite file is read on its driver's cursor: a restart reads every task, and SQLAlchemy's per-row
+    handling cost more than the rest of reading one.
+    """
+    query = select(*(table.c[name] for name in read.names)).order_by(table.c.seq)
+    rows: Iterable[Sequence[Any]]
+    if conn.dialect.name == "sqlite":
+        cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        cursor.arraysize = 1024
+        rows = cursor.execute(str(query.compile(dialect=conn.dialect)))
+    else:
+        rows = conn.execute(query)
+    return [record for row in rows if (record := _loaded(read, row)) is not None]
 
 
 def _loaded(decode: Callable[..., T], *row: Any) -> T | None:
@@ -521,6 +548,16 @@ def _ordered_rows(
         return encoded
 
     return [encoded for encoded in _changed(records, order, keys, row).values() if encoded is not None]
+
+
+WRITE_CHUNK = 1000  # rows encoded and handed to the driver at a time
+
+
+def _chunks(keys: Iterable[str], size: int) -> Iterator[list[str]]:
+    """``keys`` in lists of at most ``size``."""
+    iterator = iter(keys)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
 
 
 def _values_of(values: Callable[[Any], tuple[Any, ...]]) -> Callable[[Any, int], Values]:

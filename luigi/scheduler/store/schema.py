@@ -37,6 +37,7 @@ def _column(name: str, kind: str) -> Column[Any]:
     column_type: type[TypeEngine[Any]] = {
         "key": String,
         "text": String,
+        "name": String,
         "status": String,
         "time": Double,
     }.get(base, Text)

@@ -36,6 +36,7 @@ from luigi.scheduler.store import schema
 from luigi.scheduler.store.base import CorruptStateError, StateStore, StateStoreError
 from luigi.scheduler.store.journal import (
     ANSWER_SLICE_KEYS,
+    DIRECT_WRITE_KEYS,
     JOURNAL_SUFFIX,
     JournaledRows,
     journal_file_for,
@@ -192,6 +193,8 @@ class SqlStore(StateStore):
                         rows.write_everything(conn, state, changes)
                     if self._journal is not None:
                         self._journal.forget()
+                elif self._journal is not None and len(changes.tasks) >= DIRECT_WRITE_KEYS:
+                    self._write_through(state, changes)
                 elif self._journal is not None:
                     self._journal.record(rows.rows_for(state, changes))
                     at_cap = self._journal.over_cap()
@@ -275,6 +278,17 @@ class SqlStore(StateStore):
                 f"Cannot write the scheduler journal {self._journal.path} into {self.where}: {exc}. "
                 "Both files are kept; make the file writable (or stop what holds it) and start again."
             ) from exc
+
+    def _write_through(self, state: SchedulerState, changes: ChangeSet) -> None:
+        """Write a flush too large for a journal line straight into the SQLite file, in one transaction of
+        its own, once the journal is folded and emptied (so that no older journaled row can win over it at
+        a replay). A wrapper naming a million dependencies makes a million stubs in one call: as a line,
+        that was hundreds of megabytes held at once."""
+        journal = self._journal
+        assert journal is not None
+        journal.fold(self._write_rows)
+        row_store = self._row_store()
+        _in_sqlite_transaction(self._open(), lambda run: row_store.write_changes(run, state, changes))
 
     def _write_rows(self, rows: RowChanges) -> None:
         """Write ``rows`` into the SQLite file in one transaction (errors are the driver's)."""

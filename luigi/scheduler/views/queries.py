@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from luigi.scheduler.model.records import COUNTED_STATUSES, TaskRecord
 from luigi.scheduler.model.state import SchedulerState
 from luigi.scheduler.rules.resources import used_resources
+from luigi.scheduler.views.search import NameIndex
 from luigi.scheduler.views.serialize import serialize_task
 from luigi.scheduler.views.upstream import disabled_upstream, upstream_status
 from luigi.task_status import DISABLED, PENDING, RUNNING
@@ -76,22 +78,31 @@ def _running_tasks_of(state: SchedulerState, worker_id: str) -> list[dict[str, A
 
 
 def task_list(
-    state: SchedulerState, status: str, upstream: str, limit: bool, search: str | None, max_shown: int | None
+    state: SchedulerState,
+    status: str,
+    upstream: str,
+    limit: bool,
+    search: str | None,
+    max_shown: int | None,
+    names: NameIndex,
 ) -> dict[str, Any]:
-    """Tasks by status / upstream status / search terms, or ``{"num_tasks": N}`` past the limit."""
+    """Tasks by status / upstream status / search terms (every term in the display name, found through
+    ``names``), or ``{"num_tasks": N}`` past the limit."""
     cap = max_shown or state.config.max_shown_tasks
     if not search:
         pre_count = len(state.by_status.get(status, {})) if status else len(state.tasks)
         if limit and pre_count > cap:
             return {"num_tasks": -1 if upstream else pre_count}
     terms = [term.lower() for term in search.split()] if search else []
-    candidates = state.by_status.get(status, {}).values() if status else state.tasks.values()
+    candidates: Iterable[TaskRecord]
+    if terms:
+        candidates = [task for task in names.matching(terms) if not status or task.status == status]
+    else:
+        candidates = list(state.by_status.get(status, {}).values() if status else state.tasks.values())
     table: dict[str, str] = {}
     send_messages = state.config.send_messages
     result = {}
-    for task in list(candidates):
-        if terms and not all(term in task.pretty_id.lower() for term in terms):
-            continue
+    for task in candidates:
         if task.status != PENDING or not upstream or upstream == upstream_status(state, task.id, table):
             result[task.id] = serialize_task(task, send_messages, include_deps=False)
     if limit and len(result) > cap:

@@ -18,6 +18,7 @@ from typing import Any
 from luigi.scheduler.model.records import TaskRecord
 from luigi.scheduler.model.state import STATUSES, SchedulerState
 from luigi.scheduler.views.census import MAX_AGE, Census, Fingerprint, fingerprint, refresh_interval
+from luigi.scheduler.views.search import NameIndex
 from luigi.scheduler.views.serialize import serialize_task
 from luigi.scheduler.views.upstream import UPSTREAM_SEVERITY_ORDER
 from luigi.task_status import BATCH_RUNNING, DISABLED, DONE, FAILED, PENDING, RUNNING, UNKNOWN
@@ -78,9 +79,10 @@ class _OrderedIds:
 class TaskPages:
     """Answers ``task_page`` for one scheduler state, caching the ordered ids of scanned views."""
 
-    def __init__(self, state: SchedulerState, census: Census) -> None:
+    def __init__(self, state: SchedulerState, census: Census, names: NameIndex) -> None:
         self._state = state
         self._census = census
+        self._names = names
         self._views: collections.OrderedDict[tuple[Any, ...], _OrderedIds] = collections.OrderedDict()
 
     def page(self, query: PageQuery, max_shown_tasks: int | None = None) -> dict[str, Any]:
@@ -147,6 +149,22 @@ class TaskPages:
     def _matching(self, query: PageQuery) -> Iterable[TaskRecord]:
         state = self._state
         candidates: Iterable[TaskRecord]
+        terms = [term.lower() for term in query.search.split()]
+        if terms:  # the index finds the few tasks a search names; the filters below check them
+            candidates = self._names.matching(terms)
+            if query.upstream_status:
+                result = self._census.result
+                upstream = result.upstream_of if result is not None else {}
+                candidates = (
+                    t
+                    for t in candidates
+                    if t.status == PENDING and upstream.get(t.id) == query.upstream_status
+                )
+            if query.family:
+                candidates = (t for t in candidates if t.family == query.family)
+            if query.status:
+                candidates = (t for t in candidates if t.status == query.status)
+            return candidates
         if query.upstream_status:
             result = self._census.result
             upstream = result.upstream_of if result is not None else {}
@@ -162,9 +180,6 @@ class TaskPages:
             candidates = (t for t in candidates if t.status == query.status)
         if query.family and query.upstream_status:
             candidates = (t for t in candidates if t.family == query.family)
-        terms = [term.lower() for term in query.search.split()]
-        if terms:
-            candidates = (t for t in candidates if _matches_terms(t, terms))
         return candidates
 
     def _row(self, task: TaskRecord) -> dict[str, Any]:
@@ -174,12 +189,6 @@ class TaskPages:
         if task.status == PENDING and result is not None and task.id in result.upstream_of:
             row["upstream_status"] = result.upstream_of[task.id]
         return row
-
-
-def _matches_terms(task: TaskRecord, terms: list[str]) -> bool:
-    """Every search term appears in the task's display name (Luigi's server-side search)."""
-    name = task.pretty_id.lower()
-    return all(term in name for term in terms)
 
 
 def _ordered(tasks: list[TaskRecord], query: PageQuery) -> list[TaskRecord]:

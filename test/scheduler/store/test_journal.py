@@ -593,6 +593,29 @@ def test_a_flush_that_brings_the_journal_to_its_size_cap_folds_everything(
     assert statuses(open_scheduler(state_file, clock)) == {"A": "PENDING"}
 
 
+def test_a_flush_changing_too_many_tasks_for_one_line_goes_straight_into_the_file_and_wins_over_the_journal(
+    state_file, journal_file, clock, monkeypatch
+):
+    monkeypatch.setattr(sql_module, "DIRECT_WRITE_KEYS", 50)
+    sch = open_scheduler(state_file, clock)
+    sch.add_task(worker=WORKER, task_id="A", priority=1)
+    sch.flush()
+    assert journal_file.read_text().count("\n") == 1 and stored_task_ids(state_file) == set()
+
+    # A wrapper naming 60 unknown dependencies and A: 62 tasks change in one flush, A's priority raised.
+    deps = ["A", *(f"D{i}" for i in range(60))]
+    sch.add_task(worker=WORKER, task_id="Wrapper", deps=deps, priority=5)
+    sch.flush()
+
+    assert (
+        journal_file.read_bytes() == b""
+    )  # folded first, then the flush written in a transaction of its own
+    assert stored_task_ids(state_file) == {"Wrapper", *deps}
+    after = open_scheduler(state_file, clock)
+    assert after._state.tasks["A"].priority == 5  # the journal's older row of A did not come back
+    assert statuses(after) == statuses(sch)
+
+
 def test_closing_folds_the_journal_and_a_store_without_a_file_has_no_journal(state_file, journal_file, clock):
     sch = open_scheduler(state_file, clock)
     sch.add_task(worker=WORKER, task_id="A")
