@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from luigi.rpc import NoSchedulerError, RPCError
-from luigi.rpc.recognise import is_our_client
 from luigi.scheduler_api import SchedulerAPI
 from luigi.worker.get_work_reply import WorkGrant
 
@@ -19,13 +18,9 @@ logger = logging.getLogger("luigi-interface")
 
 
 def serialized(scheduler: SchedulerAPI) -> SchedulerAPI:
-    """``scheduler`` as the worker loop and its keep-alive thread share it: one lock around each call.
-
-    A ``RemoteScheduler`` takes its own lock once per call; anything else (the in-process ``Scheduler``
-    is plain data without locks) is seen through ``SerializedScheduler``.
-    """
-    if is_our_client(scheduler):
-        return scheduler
+    """``scheduler`` as the worker loop and its keep-alive thread share it: one lock around each call
+    (the in-process ``Scheduler`` is plain data without locks; our ``RemoteScheduler`` needs none of this:
+    it takes its own lock once per call)."""
     return cast(SchedulerAPI, SerializedScheduler(scheduler))  # each of its methods, behind the lock
 
 

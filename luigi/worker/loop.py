@@ -104,9 +104,10 @@ class Worker:
         _check_wait_settings(self._config)
         self._task_log_redact = log_redaction.configured_patterns()  # a bad pattern stops the worker here
         self._scheduler = scheduler
-        self._rpc = serialized(scheduler)
-        # Decided once: only our RPC client rides out a restart, holds reports, asks ahead and keeps leases.
-        remote = scheduler if is_our_client(scheduler) else None
+        # Decided once: only our RPC client rides out a restart, holds reports, asks ahead and keeps leases
+        # (and locks its own calls: anything else is shared with the keep-alive thread behind a lock).
+        remote = self._remote = scheduler if is_our_client(scheduler) else None
+        self._rpc = remote if remote is not None else serialized(scheduler)
         if remote is not None:
             remote.unreachable_timeout = checked_ride_out(self._config.scheduler_unreachable_timeout)
         self.worker_processes = int(worker_processes)
@@ -290,8 +291,8 @@ class Worker:
     def _stop_now(self) -> None:
         """The grace is over or a second signal came: interrupt a task running in this process, and stop
         riding out an unreachable scheduler (a call gives up after its ordinary attempts)."""
-        if is_our_client(self._scheduler):
-            self._scheduler.unreachable_timeout = 0.0
+        if self._remote is not None:
+            self._remote.unreachable_timeout = 0.0
         if self._in_process is not None:
             self._in_process.stop_now()
 
