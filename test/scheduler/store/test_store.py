@@ -568,71 +568,67 @@ def test_a_cancel_request_survives_a_restart_and_the_cancelled_failure_is_not_re
     assert again.get_work(worker=WORKER)["task_id"] == "A"
 
 
-def _undo_version_4(conn: sqlite3.Connection) -> None:
-    """Take a database back to what version 3 wrote: no granted_ahead column, no lease table."""
-    conn.execute("ALTER TABLE tasks DROP COLUMN granted_ahead")
-    conn.execute("DROP TABLE luigid_lease")
+# What each schema version added, undone to make a database as an older version wrote it.
+_UNDO = {
+    4: ["ALTER TABLE tasks DROP COLUMN granted_ahead", "DROP TABLE luigid_lease"],
+    3: ["ALTER TABLE tasks DROP COLUMN cancel_requested"],
+    2: ["ALTER TABLE tasks DROP COLUMN lost_lease"],
+}
 
 
-def test_a_version_3_database_gets_the_granted_ahead_column_and_the_lease_table(state_file, clock):
+def _written_by_version(state_file, clock, version: int) -> None:
+    """A state holding PENDING task A, as schema ``version`` wrote it."""
     before = open_scheduler(state_file, clock)
     before.add_task(worker=WORKER, task_id="A")
     before.close()
     with sqlite3.connect(state_file) as conn:
-        _undo_version_4(conn)
-        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+        for undone in range(4, version, -1):
+            for statement in _UNDO[undone]:
+                conn.execute(statement)
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
     conn.close()
+
+
+def _schema_of(state_file) -> tuple[list[str], list[str], str]:
+    """The tasks table's columns, the tables, and the recorded schema version."""
+    with sqlite3.connect(state_file) as conn:
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(tasks)")]
+        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+    conn.close()
+    return columns, tables, version
+
+
+def test_a_version_3_database_gets_the_granted_ahead_column_and_the_lease_table(state_file, clock):
+    _written_by_version(state_file, clock, 3)
 
     after = open_scheduler(state_file, clock)
     assert status_of(after, "A") == "PENDING"
     assert after._state.tasks["A"].granted_ahead is False
     after.close()
-    with sqlite3.connect(state_file) as conn:
-        columns = [row[1] for row in conn.execute("PRAGMA table_info(tasks)")]
-        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    conn.close()
+    columns, tables, _ = _schema_of(state_file)
     assert "granted_ahead" in columns
     assert "luigid_lease" in tables
 
 
 def test_a_version_2_database_gets_the_cancel_requested_column_and_keeps_its_tasks(state_file, clock):
-    before = open_scheduler(state_file, clock)
-    before.add_task(worker=WORKER, task_id="A")
-    before.close()
-    with sqlite3.connect(state_file) as conn:  # what version 2 wrote: no cancel_requested column
-        _undo_version_4(conn)
-        conn.execute("ALTER TABLE tasks DROP COLUMN cancel_requested")
-        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
-    conn.close()
+    _written_by_version(state_file, clock, 2)
 
     after = open_scheduler(state_file, clock)
     assert status_of(after, "A") == "PENDING"
     assert after._state.tasks["A"].cancel_requested is None
     after.close()
-    with sqlite3.connect(state_file) as conn:
-        columns = [row[1] for row in conn.execute("PRAGMA table_info(tasks)")]
-    conn.close()
+    columns, _, _ = _schema_of(state_file)
     assert "cancel_requested" in columns
 
 
 def test_a_version_1_database_gets_the_lost_lease_column_and_keeps_its_tasks(state_file, clock):
-    before = open_scheduler(state_file, clock)
-    before.add_task(worker=WORKER, task_id="A")
-    before.close()
-    with sqlite3.connect(state_file) as conn:  # what version 1 wrote: no lost_lease column
-        _undo_version_4(conn)
-        conn.execute("ALTER TABLE tasks DROP COLUMN cancel_requested")
-        conn.execute("ALTER TABLE tasks DROP COLUMN lost_lease")
-        conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
-    conn.close()
+    _written_by_version(state_file, clock, 1)
 
     after = open_scheduler(state_file, clock)
     assert status_of(after, "A") == "PENDING"
     assert after._state.tasks["A"].lost_lease is None
     after.close()
-    with sqlite3.connect(state_file) as conn:
-        columns = [row[1] for row in conn.execute("PRAGMA table_info(tasks)")]
-        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
-    conn.close()
+    columns, _, version = _schema_of(state_file)
     assert "lost_lease" in columns
     assert version == str(schema.SCHEMA_VERSION)
