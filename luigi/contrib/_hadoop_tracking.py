@@ -22,6 +22,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from luigi import configuration
+from luigi.contrib.external_program import _ProgramOutputError
 
 __all__ = ["HadoopJobError", "HadoopRunContext", "fetch_task_failures", "run_and_track_hadoop_job"]
 
@@ -33,14 +34,8 @@ _APPLICATION_ID = re.compile(r"submitted application (?P<id>\S+)")
 EXCEPTION_HEX_PREFIX = "luigi-exc-hex="  # how mrrunner writes a step's traceback on one line
 
 
-class HadoopJobError(RuntimeError):
+class HadoopJobError(_ProgramOutputError):
     """A Hadoop job failed: ``message``, with the command's stdout ``out`` and stderr ``err``."""
-
-    def __init__(self, message: str, out: str | None = None, err: str | None = None) -> None:
-        super().__init__(message, out, err)
-        self.message = message
-        self.out = out
-        self.err = err
 
     def __str__(self) -> str:
         return self.message

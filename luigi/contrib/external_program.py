@@ -94,6 +94,17 @@ def _tail(text: str | None) -> str:
     return f"[... {hidden} earlier characters not shown]\n{text[-SHOWN_OUTPUT_CHARS:]}"
 
 
+class _ProgramOutputError(RuntimeError):
+    """A job's program failed: ``message``, with what it printed, ``out`` and ``err`` (Pig's and Hadoop's
+    errors, which Luigi constructs alike)."""
+
+    def __init__(self, message: str, out: str | None = None, err: str | None = None) -> None:
+        super().__init__(message, out, err)
+        self.message = message
+        self.out = out
+        self.err = err
+
+
 class ExternalProgramRunError(RuntimeError):
     """An external program could not be started or did not succeed.
 

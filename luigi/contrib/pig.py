@@ -21,7 +21,12 @@ from types import FrameType
 from typing import IO, Any
 
 import luigi
-from luigi.contrib.external_program import _kill_program_tree, _KilledBySignal, _SigtermContext
+from luigi.contrib.external_program import (
+    _kill_program_tree,
+    _KilledBySignal,
+    _ProgramOutputError,
+    _SigtermContext,
+)
 
 __all__ = ["PigJobError", "PigJobTask", "PigRunContext"]
 
@@ -31,14 +36,8 @@ logger = logging.getLogger("luigi-interface")
 _HADOOP_JOB_ID = re.compile(r"HadoopJobId: (\S+)")
 
 
-class PigJobError(RuntimeError):
+class PigJobError(_ProgramOutputError):
     """A Pig script exited non-zero; ``out`` and ``err`` hold what Pig printed."""
-
-    def __init__(self, message: str, out: str | None = None, err: str | None = None) -> None:
-        super().__init__(message, out, err)
-        self.message = message
-        self.out = out
-        self.err = err
 
     def __str__(self) -> str:
         info = self.message
