@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 
 from helpers.luigid import wait_until
@@ -155,3 +156,48 @@ def test_a_program_that_drops_the_tag_is_left_alone(tmp_path):
     finally:
         for pid in kept:
             os.kill(pid, signal.SIGKILL)
+
+
+SIGTERM_DURING_THE_KILL = """
+    import os, signal, subprocess, sys, time
+    from luigi.worker import process_tree
+    from luigi.worker.slots import child
+
+    class SecondSigterm:
+        # A second SIGTERM lands while the first one's handler is importing psutil.
+        def find_spec(self, name, path=None, target=None):
+            if name == "psutil._common":
+                os.kill(os.getpid(), signal.SIGTERM)
+            return None
+
+    assert "psutil" not in sys.modules
+    tag = "test-second-sigterm:1"
+    os.environ[process_tree.TAG_VARIABLE] = tag
+    started = subprocess.Popen(["setsid", "sleep", "305"])
+    print(started.pid, flush=True)
+    child._RunningJob.tag = tag
+    sys.meta_path.insert(0, SecondSigterm())
+    signal.signal(signal.SIGTERM, child._on_sigterm)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(60)
+"""
+
+
+def test_a_second_sigterm_while_the_slot_kills_its_tree_does_not_stop_the_kill(tmp_path):
+    write_module(tmp_path, "interrupted", SIGTERM_DURING_THE_KILL)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    slot = subprocess.Popen(
+        [sys.executable, "-m", "interrupted"],
+        stdout=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+        start_new_session=True,  # it kills its own process group, as a slot does
+    )
+    started = int(slot.stdout.readline())
+    try:
+        assert slot.wait(timeout=30) == -signal.SIGKILL  # its own group kill, not a traceback
+    finally:
+        if slot.poll() is None:
+            slot.kill()
+        slot.stdout.close()
+        wait_all_gone([started])

@@ -273,13 +273,33 @@ def _watch_parent(worker_pid: int) -> None:
     _abandon()
 
 
-def _abandon() -> NoReturn:
-    """Kill the running task's tree and this slot's process group, then exit at once."""
-    process_tree.kill_tree(None, _RunningJob.tag)
+def _abandon() -> None:
+    """Kill the running task's tree and this slot's process group, then exit at once.
+
+    Entered once: the parent-death SIGTERM, a second SIGTERM and the watch thread can all arrive together,
+    and a handler re-entered while the first one imports psutil would see a half-made module. A second
+    entry in the same thread returns to the first; one in another thread waits for the exit."""
+    if not _Abandoning.lock.acquire(blocking=False):
+        if _Abandoning.owner == threading.get_ident():
+            return
+        while True:
+            time.sleep(3600)
+    _Abandoning.owner = threading.get_ident()
+    try:
+        process_tree.kill_tree(None, _RunningJob.tag)
+    except BaseException:  # whatever went wrong, the group kill and the exit below still happen
+        pass
     try:
         os.killpg(0, signal.SIGKILL)  # ourselves included, with whatever else stayed in the group
     finally:
         os._exit(_ORPHANED_EXIT_CODE)
+
+
+class _Abandoning:
+    """Who is killing the slot's tree (``_abandon`` runs once)."""
+
+    lock = threading.Lock()
+    owner: int | None = None
 
 
 def _open_pidfd(pid: int) -> int | None:
