@@ -415,3 +415,47 @@ def test_a_task_queued_behind_one_that_runs_long_is_taken_back_for_a_free_slot(t
     assert interface.build([Root()], local_scheduler=True, workers=2) is True
     assert time.monotonic() - started < 25
     assert recorded(tmp_path, "freer")[0] == recorded(tmp_path, "slow")[0]
+
+
+def test_an_idle_slot_whose_last_task_ran_short_takes_the_next_tasks_in_one_write(tmp_path, monkeypatch):
+    from luigi.worker.slots import pool as slot_pool
+    from luigi.worker.task_process import TaskRunOptions, TaskStatusReporter, make_task_process
+
+    Marker = make_marker_task(tmp_path)
+    tasks = {task.task_id: task for task in (Marker(name=str(i)) for i in range(4))}
+    scheduler, options = Scheduler(), TaskRunOptions(worker_id="w")
+    hands = []
+    real_hand = slot_pool.TaskSlot.hand
+
+    def counted_hand(slot, jobs, now):
+        hands.append(len(jobs))  # one write to the slot
+        return real_hand(slot, jobs, now)
+
+    monkeypatch.setattr(slot_pool.TaskSlot, "hand", counted_hand)
+    monkeypatch.setattr(slot_pool, "SHORT_RUN", 30.0)  # "short" on a machine however busy
+    pool = slot_pool.SlotPool(tasks, None, lambda: 1)
+
+    def start(task):
+        reporter = TaskStatusReporter(scheduler, task.task_id, "w")
+        pool.start(make_task_process(task, reporter, options, None, None))
+
+    def collect_all(count):
+        outcomes = []
+        deadline = time.monotonic() + 30
+        while len(outcomes) < count and time.monotonic() < deadline:
+            pool.wait(1.0, time.time())
+            outcomes.extend(pool.collect(time.time()))
+        return outcomes
+
+    first, *rest = tasks.values()
+    try:
+        start(first)  # a fresh slot: handed at once
+        assert [outcome.status for outcome in collect_all(1)] == [DONE]
+        for task in rest:  # the slot is idle and its task ran short: these wait to go together
+            start(task)
+        assert hands == [1]
+        assert sorted(outcome.task_id for outcome in collect_all(3)) == sorted(task.task_id for task in rest)
+    finally:
+        pool.shut_down()
+    assert hands == [1, 3]
+    assert all((tmp_path / f"{i}.done").exists() for i in range(4))

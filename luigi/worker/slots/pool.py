@@ -371,38 +371,54 @@ class SlotPool:
 
     def start(self, task_process: TaskProcess, deadline: float | None = None) -> None:
         """Run ``task_process`` in an idle slot that knows its task, or in a fresh fork while not every slot
-        wanted is busy; else it waits, to be queued in a slot by the next ``wait`` or ``collect``. Its time
-        runs from its start, or out at ``deadline`` (wall clock) if given."""
+        wanted is busy; else it waits, to be queued in a slot by the next ``wait`` or ``collect``. It waits
+        too while a slot whose last task ran short is idle: that slot takes it with the tasks granted after
+        it in one write at the next ``wait`` or ``collect`` (each write wakes the slot). Its time runs from
+        its start, or out at ``deadline`` (wall clock) if given."""
         self._runs += 1
         job = _Job(task_process, process_tree.run_tag(self.worker_tag, self._runs), deadline)
-        if self._busy() < self._slots_wanted():
+        if self._busy() < self._slots_wanted() and not self._idle_slot_ran_short():
             self._dispatch(job, time.time())  # OSError: the runner fails the task
-        else:
+        else:  # an idle slot whose last task ran short takes it with the next ones, in one write
             self._waiting.append(job)
+
+    def _idle_slot_ran_short(self) -> bool:
+        return any(slot.ran_short and not slot.jobs and not slot.retiring for slot in self._slots)
 
     def _busy(self) -> int:
         return sum(1 for slot in self._slots if slot.jobs)
 
     def _dispatch(self, job: _Job, now: float) -> None:
-        """Hand ``job`` to an idle slot that knows its task, or to a fresh fork; OSError if none takes it."""
+        """Hand ``job`` to an idle slot that knows its task (with waiting jobs queued behind it if its last
+        task ran short), or to a fresh fork; OSError if none takes it."""
         slot = self._idle_slot_knowing(job.task_id)
-        if slot is None or not self._hand_one(slot, job, now):
-            if slot is not None:
-                self._discard(slot)
-            slot = TaskSlot.spawn(self._tasks, self._completion_cache, self._parent_fds())
-            self._slots.append(slot)
-            if not self._hand_one(slot, job, now):
-                self._discard(slot)
-                raise OSError(f"Could not hand {job.task_process.task} to a freshly forked task slot")
+        if slot is not None:
+            queued = self._take_waiting_for(slot, QUEUED_PER_SLOT) if slot.ran_short else []
+            if self._hand_idle(slot, [job, *queued], now):
+                return
+            self._requeue(queued)
+            self._discard(slot)
+        slot = TaskSlot.spawn(self._tasks, self._completion_cache, self._parent_fds())
+        self._slots.append(slot)
+        if not self._hand_idle(slot, [job], now):
+            self._discard(slot)
+            raise OSError(f"Could not hand {job.task_process.task} to a freshly forked task slot")
 
     @staticmethod
-    def _hand_one(slot: TaskSlot, job: _Job, now: float) -> bool:
-        """Hand ``job`` to an idle slot; False (the job taken back from it) if the slot cannot take it."""
-        if slot.hand([job], now):
+    def _hand_idle(slot: TaskSlot, jobs: list[_Job], now: float) -> bool:
+        """Hand ``jobs`` to an idle slot; False (the jobs taken back from it) if the slot cannot take them."""
+        if slot.hand(jobs, now):
             return True
         slot.take_back_all()
         slot.jobs.clear()  # a job whose line could not be written is not the slot's to start
         return False
+
+    def _take_waiting_for(self, slot: TaskSlot, count: int) -> list[_Job]:
+        """Up to ``count`` waiting jobs (oldest first) whose task ``slot`` knows, taken out of the wait."""
+        batch = [job for job in self._waiting if slot.knows(job.task_id)][:count]
+        for job in batch:
+            self._waiting.remove(job)
+        return batch
 
     def _idle_slot_knowing(self, task_id: str) -> TaskSlot | None:
         idle = [slot for slot in self._slots if not slot.jobs and not slot.retiring]
@@ -441,9 +457,7 @@ class SlotPool:
             room = QUEUED_PER_SLOT + 1 - len(slot.jobs)
             if not slot.ran_short or slot.retiring or room <= 0:
                 continue
-            batch = [job for job in self._waiting if slot.knows(job.task_id)][:room]
-            for job in batch:
-                self._waiting.remove(job)
+            batch = self._take_waiting_for(slot, room)
             if batch and not slot.hand(batch, now):
                 taken = slot.take_back_all()
                 self._requeue(taken + [job for job in batch if job not in slot.jobs and job not in taken])
