@@ -42,6 +42,11 @@ _RETIRE_GRACE_SECONDS = 5.0
 # a long task while a slot is free.
 SHORT_RUN = 0.02
 QUEUED_PER_SLOT = 3
+# Once as many slots as processors are busy, a granted task waits up to SHORT_RUN for one of them to take it
+# in its queue (the first task of a fresh slot runs slower: up to FIRST_RUN_GRACE) before a slot is forked
+# for it: a slot beyond the processors only shares them, and its fork costs the worker.
+FIRST_RUN_GRACE = 0.1
+_PROCESSORS = os.cpu_count() or 1
 
 
 # The run options a slot is told with each job: not dataclasses.asdict, which would deep-copy the completion
@@ -108,6 +113,7 @@ class TaskSlot:
         self.exitcode: int | None = None
         self.retiring = False  # it said it exits after its job, or a write to it failed: hand it nothing
         self.ran_short = False  # whether its last task ran under SHORT_RUN (tasks may queue behind one)
+        self.ran_any = False  # whether it has finished a task
         self._job_writer = job_writer
         self._reader = reader
         self._claims = claims
@@ -228,6 +234,7 @@ class TaskSlot:
         self.ended.append(job)
         self.retiring = self.retiring or retiring
         self.ran_short = job.started is not None and now - job.started < SHORT_RUN
+        self.ran_any = True
         if self.jobs:
             self.jobs[0].begin(now)
 
@@ -377,8 +384,9 @@ class SlotPool:
         its start, or out at ``deadline`` (wall clock) if given."""
         self._runs += 1
         job = _Job(task_process, process_tree.run_tag(self.worker_tag, self._runs), deadline)
-        if self._busy() < self._slots_wanted() and not self._idle_slot_ran_short():
-            self._dispatch(job, time.time())  # OSError: the runner fails the task
+        now = time.time()
+        if self._may_start(now) and not self._idle_slot_ran_short():
+            self._dispatch(job, now)  # OSError: the runner fails the task
         else:  # an idle slot whose last task ran short takes it with the next ones, in one write
             self._waiting.append(job)
 
@@ -442,8 +450,18 @@ class SlotPool:
         while self._busy() < self._slots_wanted() and self._take_back_for_free_slot(now):
             pass
 
+    def _may_start(self, now: float) -> bool:
+        """Whether a job may start in a slot of its own: while fewer slots than wanted are busy, but not once
+        as many as there are processors are busy and one of them may yet take it in its queue (its task has
+        run under SHORT_RUN so far, or under FIRST_RUN_GRACE if it is the slot's first): another slot would
+        only share the processors, and cost a fork. Past that, the job starts in a slot of its own."""
+        busy = self._busy()
+        if busy >= self._slots_wanted():
+            return False
+        return busy < _PROCESSORS or not any(_may_take_queue(slot, now) for slot in self._slots)
+
     def _start_waiting(self, now: float) -> None:
-        while self._waiting and self._busy() < self._slots_wanted():
+        while self._waiting and self._may_start(now):
             job = self._waiting.popleft()
             try:
                 self._dispatch(job, now)
@@ -479,11 +497,18 @@ class SlotPool:
         return False
 
     def _next_check(self, now: float) -> float | None:
-        """When a queued job may next be taken back for a free slot (None: no slot is free, or none waits)."""
+        """When a queued job may next be taken back for a free slot, or a waiting job start in a slot of its
+        own (``_may_start``) (None: no slot is free, or none waits)."""
         if self._busy() >= self._slots_wanted():
             return None
-        starts = [slot.jobs[0].started for slot in self._slots if len(slot.jobs) > 1 and slot.jobs[0].started]
-        return min(starts) + SHORT_RUN if starts else None
+        checks = [
+            slot.jobs[0].started + SHORT_RUN
+            for slot in self._slots
+            if len(slot.jobs) > 1 and slot.jobs[0].started
+        ]
+        if self._waiting:
+            checks.extend(_end_of_youth(slot) for slot in self._slots if _may_take_queue(slot, now))
+        return min(checks) if checks else None
 
     # -- waiting and collecting ------------------------------------------------------------------------
 
@@ -596,6 +621,22 @@ class SlotPool:
             self._discard(slot)
         if ran_any:
             process_tree.kill_tree(None, self.worker_tag, prefix=True)
+
+
+def _end_of_youth(slot: TaskSlot) -> float:
+    """When the busy slot's task stops being young enough for jobs to wait for its queue (``_may_start``)."""
+    head = slot.job
+    started = head.started if head is not None and head.started is not None else 0.0
+    return started + (SHORT_RUN if slot.ran_any else FIRST_RUN_GRACE)
+
+
+def _may_take_queue(slot: TaskSlot, now: float) -> bool:
+    """Whether the busy slot may take jobs queued behind its task (now or, its queue full, soon): the task
+    running is young."""
+    head = slot.job
+    if head is None or head.started is None or slot.retiring:
+        return False
+    return now < _end_of_youth(slot)
 
 
 def could_not_start(task: Any, exc: OSError) -> TaskOutcome:
