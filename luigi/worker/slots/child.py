@@ -186,6 +186,7 @@ def _serve_jobs(
     home = os.getcwd()
     environment = _environment()
     baseline = _peak_rss()
+    options: dict[str, Any] = {}  # the run options of the jobs, as the last job line that had them said
     while True:
         if not reader.wait(None):
             if reader.at_eof:
@@ -194,9 +195,10 @@ def _serve_jobs(
         job = reader.take_one()
         if not isinstance(job, dict) or job.get("kind") != "job":
             continue  # a scheduler message that arrived after its task had finished
+        options = job.get("options", options)  # also from a job taken back: later lines leave them out
         if not claims.claim(int(job["number"])):
             continue  # the worker took it back for another slot
-        outcome = _run_job(job, reader, writer, tasks, cache)
+        outcome = _run_job(job, options, reader, writer, tasks, cache)
         _flush_stdio()
         # Said with the outcome, so the worker never hands another task to a slot about to exit.
         retiring = _threads_left_behind() or _peak_rss() - baseline > RETIRE_AFTER_GROWTH_BYTES
@@ -208,6 +210,7 @@ def _serve_jobs(
 
 def _run_job(
     job: dict[str, Any],
+    options_fields: dict[str, Any],
     reader: JsonLineReader,
     writer: JsonLineWriter,
     tasks: Mapping[str, Any],
@@ -216,7 +219,7 @@ def _run_job(
     task = tasks[str(job["task_id"])]
     random.seed()  # tasks in a fresh process would each get their own random state
     reporter = ForwardingStatusReporter(writer, task.task_id, reader if task.accepts_messages else None)
-    options = TaskRunOptions(**job["options"], completion_cache=cache, in_child_process=True)
+    options = TaskRunOptions(**options_fields, completion_cache=cache, in_child_process=True)
     tag = str(job.get("tag") or "")
     if tag:
         os.environ[process_tree.TAG_VARIABLE] = tag  # every program the task starts inherits it

@@ -83,16 +83,18 @@ class _Job:
         self.deadline = self.fixed_deadline or (now + timeout if timeout else None)
 
     def message(self) -> dict[str, Any]:
-        run_options = self.task_process.options  # (built at each read)
-        options = {name: getattr(run_options, name) for name in _SENT_OPTIONS}
+        """The job's line, without its run options (``options``)."""
         return {
             "kind": "job",
             "task_id": self.task_id,
             "number": self.number,
             "timeout": self.task_process.timeout,
-            "options": options,
             "tag": self.tag,
         }
+
+    def options(self) -> dict[str, Any]:
+        run_options = self.task_process.options  # (built at each read)
+        return {name: getattr(run_options, name) for name in _SENT_OPTIONS}
 
 
 class TaskSlot:
@@ -119,6 +121,7 @@ class TaskSlot:
         self._claims = claims
         self._known_ids = known_ids
         self._numbers = 0
+        self._options_sent: dict[str, Any] | None = None  # the run options of the last job line written
         self._pidfd = _open_pidfd(pid)
 
     @classmethod
@@ -176,7 +179,7 @@ class TaskSlot:
         lines = []
         for job in jobs[:offered]:
             self.jobs.append(job)
-            lines.append(job.message())
+            lines.append(self._line_of(job))
             lines.extend({"kind": "message", **message} for message in job.messages)
         if self.jobs and self.jobs[0].started is None:
             self.jobs[0].begin(now)
@@ -184,6 +187,14 @@ class TaskSlot:
             self.retiring = True  # the caller takes back what the slot has not started
             return False
         return True
+
+    def _line_of(self, job: _Job) -> dict[str, Any]:
+        """The job's line, with its run options only when they differ from the last ones written (the slot
+        keeps them: they are the same for every run but a traced one)."""
+        line, options = job.message(), job.options()
+        if options != self._options_sent:
+            line["options"] = self._options_sent = options
+        return line
 
     def take_back(self) -> _Job | None:
         """Take back the oldest job the slot has not started (it never will); None if it started all."""
