@@ -7,6 +7,7 @@ of processes a task started, and a child that dies without a word is reported FA
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import subprocess
 import time
@@ -520,3 +521,34 @@ def test_with_every_processor_busy_a_task_still_gets_a_slot_of_its_own_once_the_
         [waiter.task_id, other.task_id]
     )
     assert len(forks) == 2
+
+
+def test_a_task_waiting_for_scheduler_messages_leaves_the_tasks_queued_behind_it_to_run(
+    tmp_path, monkeypatch
+):
+    Marker = make_marker_task(tmp_path)
+
+    class Listener(Marker):
+        accepts_messages = True
+
+        def work(self):
+            try:  # none comes: the wait reads past the line of the task queued behind this one
+                self.scheduler_messages.get(timeout=0.3)
+            except queue.Empty:
+                pass
+
+    first, listener, behind = Marker(name="first"), Listener(name="listener"), Marker(name="behind")
+    # one slot; every task counts as short however busy the machine, so the last two go to it together
+    pool, _, start, collect = _pool_of([first, listener, behind], 1, monkeypatch, 1, 30.0, 30.0)
+    try:
+        start(first)
+        assert [outcome.status for outcome in collect(1)] == [DONE]
+        start(listener)
+        start(behind)
+        outcomes = collect(2)
+    finally:
+        pool.shut_down()
+    assert {outcome.task_id: outcome.status for outcome in outcomes} == {
+        listener.task_id: DONE,
+        behind.task_id: DONE,
+    }

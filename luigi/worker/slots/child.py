@@ -116,18 +116,20 @@ class PipeMessageQueue:
         return isinstance(raw, dict) and raw.get("kind") == "message" and raw.get("task_id") == self._task_id
 
     def get(self, block: bool = True, timeout: float | None = None) -> SchedulerMessage:
+        """The oldest message for this task; the other lines (jobs queued behind it, messages left over
+        from an earlier task) stay for the slot's loop."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
+            self._reader.pump()
+            raw = self._reader.take_first(self._is_for_this_task)
+            if raw is not None:
+                return self._message(raw)
             remaining = 0.0 if deadline is None and not block else None
             if deadline is not None:
                 remaining = max(0.0, deadline - time.monotonic()) if block else 0.0
-            if self._reader.wait(remaining):
-                raw = self._reader.take_one()
-                if self._is_for_this_task(raw):
-                    return self._message(raw)
-                continue  # left over from an earlier task that ran in the same process
             if self._reader.at_eof or (remaining is not None and remaining <= 0):
                 raise queue.Empty
+            self._reader.wait_for_more(remaining)
 
     def get_nowait(self) -> SchedulerMessage:
         return self.get(block=False)
