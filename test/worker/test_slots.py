@@ -7,6 +7,7 @@ of processes a task started, and a child that dies without a word is reported FA
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import subprocess
 import time
@@ -415,3 +416,139 @@ def test_a_task_queued_behind_one_that_runs_long_is_taken_back_for_a_free_slot(t
     assert interface.build([Root()], local_scheduler=True, workers=2) is True
     assert time.monotonic() - started < 25
     assert recorded(tmp_path, "freer")[0] == recorded(tmp_path, "slow")[0]
+
+
+def test_an_idle_slot_whose_last_task_ran_short_takes_the_next_tasks_in_one_write(tmp_path, monkeypatch):
+    from luigi.worker.slots import pool as slot_pool
+
+    Marker = make_marker_task(tmp_path)
+    first, *rest = tasks = [Marker(name=str(i)) for i in range(4)]
+    # one slot; every task counts as short however busy the machine
+    pool, _, start, collect = _pool_of(tasks, 1, monkeypatch, 1, 30.0, 30.0)
+    hands = []
+    real_hand = slot_pool.TaskSlot.hand
+
+    def counted_hand(slot, jobs, now):
+        hands.append(len(jobs))  # one write to the slot
+        return real_hand(slot, jobs, now)
+
+    monkeypatch.setattr(slot_pool.TaskSlot, "hand", counted_hand)
+    try:
+        start(first)  # a fresh slot: handed at once
+        assert [outcome.status for outcome in collect(1)] == [DONE]
+        for task in rest:  # the slot is idle and its task ran short: these wait to go together
+            start(task)
+        assert hands == [1]
+        assert sorted(outcome.task_id for outcome in collect(3)) == sorted(task.task_id for task in rest)
+    finally:
+        pool.shut_down()
+    assert hands == [1, 3]
+    assert all((tmp_path / f"{i}.done").exists() for i in range(4))
+
+
+def _pool_of(tasks, processes, monkeypatch, processors, short_run, first_run_grace):
+    """A SlotPool over ``tasks`` on a machine of ``processors`` processors, counting its forks; and a
+    function that starts a task in it and one that collects ``count`` outcomes."""
+    from luigi.worker.slots import pool as slot_pool
+    from luigi.worker.task_process import TaskRunOptions, TaskStatusReporter, make_task_process
+
+    monkeypatch.setattr(slot_pool, "_PROCESSORS", processors)
+    monkeypatch.setattr(slot_pool, "SHORT_RUN", short_run)
+    monkeypatch.setattr(slot_pool, "FIRST_RUN_GRACE", first_run_grace)
+    forks = []
+    real_spawn = slot_pool.TaskSlot.spawn.__func__
+
+    def counted_spawn(cls, *args):
+        forks.append(1)
+        return real_spawn(cls, *args)
+
+    monkeypatch.setattr(slot_pool.TaskSlot, "spawn", classmethod(counted_spawn))
+    pool = slot_pool.SlotPool({task.task_id: task for task in tasks}, None, lambda: processes)
+    scheduler, options = Scheduler(), TaskRunOptions(worker_id="w")
+
+    def start(task):
+        reporter = TaskStatusReporter(scheduler, task.task_id, "w")
+        pool.start(make_task_process(task, reporter, options, None, None))
+
+    def collect(count):
+        outcomes = []
+        deadline = time.monotonic() + 30
+        while len(outcomes) < count and time.monotonic() < deadline:
+            pool.wait(1.0, time.time())
+            outcomes.extend(pool.collect(time.time()))
+        return outcomes
+
+    return pool, forks, start, collect
+
+
+def test_with_every_processor_busy_short_tasks_queue_in_the_busy_slots_instead_of_forking_more(
+    tmp_path, monkeypatch
+):
+    Marker = make_marker_task(tmp_path)
+    tasks = [Marker(name=str(i)) for i in range(6)]
+    # one processor, four slots wanted; every task counts as short however busy the machine
+    pool, forks, start, collect = _pool_of(tasks, 4, monkeypatch, 1, 30.0, 30.0)
+    try:
+        for task in tasks:
+            start(task)
+        outcomes = collect(6)
+    finally:
+        pool.shut_down()
+    assert sorted(outcome.status for outcome in outcomes) == [DONE] * 6
+    assert len(forks) == 1
+    assert len({recorded(tmp_path, str(i))[0] for i in range(6)}) == 1
+
+
+def test_with_every_processor_busy_a_task_still_gets_a_slot_of_its_own_once_the_running_one_runs_long(
+    tmp_path, monkeypatch
+):
+    Marker = make_marker_task(tmp_path)
+
+    class Waiter(Marker):
+        def work(self):
+            if not wait_for(lambda: (tmp_path / "other.done").exists(), timeout=30):
+                raise RuntimeError("the other task never ran beside this one")
+
+    waiter, other = Waiter(name="waiter"), Marker(name="other")
+    pool, forks, start, collect = _pool_of([waiter, other], 2, monkeypatch, 1, 0.05, 0.05)
+    try:
+        start(waiter)
+        start(other)
+        outcomes = collect(2)
+    finally:
+        pool.shut_down()
+    assert sorted(outcome.task_id for outcome in outcomes if outcome.status == DONE) == sorted(
+        [waiter.task_id, other.task_id]
+    )
+    assert len(forks) == 2
+
+
+def test_a_task_waiting_for_scheduler_messages_leaves_the_tasks_queued_behind_it_to_run(
+    tmp_path, monkeypatch
+):
+    Marker = make_marker_task(tmp_path)
+
+    class Listener(Marker):
+        accepts_messages = True
+
+        def work(self):
+            try:  # none comes: the wait reads past the line of the task queued behind this one
+                self.scheduler_messages.get(timeout=0.3)
+            except queue.Empty:
+                pass
+
+    first, listener, behind = Marker(name="first"), Listener(name="listener"), Marker(name="behind")
+    # one slot; every task counts as short however busy the machine, so the last two go to it together
+    pool, _, start, collect = _pool_of([first, listener, behind], 1, monkeypatch, 1, 30.0, 30.0)
+    try:
+        start(first)
+        assert [outcome.status for outcome in collect(1)] == [DONE]
+        start(listener)
+        start(behind)
+        outcomes = collect(2)
+    finally:
+        pool.shut_down()
+    assert {outcome.task_id: outcome.status for outcome in outcomes} == {
+        listener.task_id: DONE,
+        behind.task_id: DONE,
+    }

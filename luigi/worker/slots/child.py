@@ -116,18 +116,20 @@ class PipeMessageQueue:
         return isinstance(raw, dict) and raw.get("kind") == "message" and raw.get("task_id") == self._task_id
 
     def get(self, block: bool = True, timeout: float | None = None) -> SchedulerMessage:
+        """The oldest message for this task; the other lines (jobs queued behind it, messages left over
+        from an earlier task) stay for the slot's loop."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
+            self._reader.pump()
+            raw = self._reader.take_first(self._is_for_this_task)
+            if raw is not None:
+                return self._message(raw)
             remaining = 0.0 if deadline is None and not block else None
             if deadline is not None:
                 remaining = max(0.0, deadline - time.monotonic()) if block else 0.0
-            if self._reader.wait(remaining):
-                raw = self._reader.take_one()
-                if self._is_for_this_task(raw):
-                    return self._message(raw)
-                continue  # left over from an earlier task that ran in the same process
             if self._reader.at_eof or (remaining is not None and remaining <= 0):
                 raise queue.Empty
+            self._reader.wait_for_more(remaining)
 
     def get_nowait(self) -> SchedulerMessage:
         return self.get(block=False)
@@ -184,8 +186,9 @@ def _serve_jobs(
     cache: dict[str, bool] | None,
 ) -> None:
     home = os.getcwd()
-    environment = dict(os.environ)
+    environment = _environment()
     baseline = _peak_rss()
+    options: dict[str, Any] = {}  # the run options of the jobs, as the last job line that had them said
     while True:
         if not reader.wait(None):
             if reader.at_eof:
@@ -194,9 +197,10 @@ def _serve_jobs(
         job = reader.take_one()
         if not isinstance(job, dict) or job.get("kind") != "job":
             continue  # a scheduler message that arrived after its task had finished
+        options = job.get("options", options)  # also from a job taken back: later lines leave them out
         if not claims.claim(int(job["number"])):
             continue  # the worker took it back for another slot
-        outcome = _run_job(job, reader, writer, tasks, cache)
+        outcome = _run_job(job, options, reader, writer, tasks, cache)
         _flush_stdio()
         # Said with the outcome, so the worker never hands another task to a slot about to exit.
         retiring = _threads_left_behind() or _peak_rss() - baseline > RETIRE_AFTER_GROWTH_BYTES
@@ -208,6 +212,7 @@ def _serve_jobs(
 
 def _run_job(
     job: dict[str, Any],
+    options_fields: dict[str, Any],
     reader: JsonLineReader,
     writer: JsonLineWriter,
     tasks: Mapping[str, Any],
@@ -216,7 +221,7 @@ def _run_job(
     task = tasks[str(job["task_id"])]
     random.seed()  # tasks in a fresh process would each get their own random state
     reporter = ForwardingStatusReporter(writer, task.task_id, reader if task.accepts_messages else None)
-    options = TaskRunOptions(**job["options"], completion_cache=cache, in_child_process=True)
+    options = TaskRunOptions(**options_fields, completion_cache=cache, in_child_process=True)
     tag = str(job.get("tag") or "")
     if tag:
         os.environ[process_tree.TAG_VARIABLE] = tag  # every program the task starts inherits it
@@ -318,18 +323,30 @@ def _threads_left_behind() -> bool:
     return any(t is not main and t.name not in ours for t in threading.enumerate())
 
 
-def _restore_process_state(home: str, environment: dict[str, str]) -> None:
+def _environment() -> dict[bytes, bytes]:
+    """A copy of the process's environment as ``os.environ`` keeps it (encoded): copied and compared as a
+    plain dict, where ``dict(os.environ)`` decodes every name and value (tens of µs a job)."""
+    return dict(os.environ._data)  # type: ignore[attr-defined]
+
+
+def _restore_process_state(home: str, environment: dict[bytes, bytes]) -> None:
     if os.getcwd() != home:
         os.chdir(home)
-    if os.environ != environment:
+    if os.environ._data != environment:  # type: ignore[attr-defined]
         os.environ.clear()
-        os.environ.update(environment)
+        os.environ.update({os.fsdecode(name): os.fsdecode(value) for name, value in environment.items()})
 
 
 def _peak_rss() -> int:
     """The slot's peak resident memory in bytes: one system call (``psutil.Process()`` reads ``/proc`` files,
-    which cost more than a no-op task on a busy machine)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    which cost more than a no-op task on a busy machine). Asked of the calling thread: on Linux the peak is
+    the whole process's all the same, and ``RUSAGE_SELF`` sums the CPU times of every thread as well, which
+    took hundreds of µs a call in a slot (its parent-watch thread)."""
+    return resource.getrusage(_RUSAGE_THREAD).ru_maxrss * 1024  # KiB on Linux
+
+
+# RUSAGE_THREAD is Linux's; elsewhere the whole process is asked.
+_RUSAGE_THREAD = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
 
 
 def _reset_interpreter_after_fork() -> None:

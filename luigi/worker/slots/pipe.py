@@ -10,6 +10,7 @@ import logging
 import os
 import select
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 logger = logging.getLogger("luigi-interface")
@@ -90,6 +91,22 @@ class JsonLineReader:
             if ready:
                 self.pump()
         return bool(self._messages)
+
+    def wait_for_more(self, timeout: float | None) -> None:
+        """Block until the pipe has more to read (read into the buffer), closes, or ``timeout`` passes."""
+        if not self.at_eof:
+            ready, _, _ = select.select([self._fd], [], [], timeout)
+            if ready:
+                self.pump()
+
+    def take_first(self, wanted: Callable[[Any], bool]) -> Any:
+        """The oldest buffered message ``wanted`` accepts, taken out of the buffer (the others stay); None
+        if there is none."""
+        for index, message in enumerate(self._messages):
+            if wanted(message):
+                del self._messages[index]
+                return message
+        return None
 
     def take_all(self) -> list[Any]:
         """Every buffered message, oldest first, emptying the buffer."""

@@ -42,6 +42,11 @@ _RETIRE_GRACE_SECONDS = 5.0
 # a long task while a slot is free.
 SHORT_RUN = 0.02
 QUEUED_PER_SLOT = 3
+# Once as many slots as processors are busy, a granted task waits up to SHORT_RUN for one of them to take it
+# in its queue (the first task of a fresh slot runs slower: up to FIRST_RUN_GRACE) before a slot is forked
+# for it: a slot beyond the processors only shares them, and its fork costs the worker.
+FIRST_RUN_GRACE = 0.1
+_PROCESSORS = os.cpu_count() or 1
 
 
 # The run options a slot is told with each job: not dataclasses.asdict, which would deep-copy the completion
@@ -78,16 +83,18 @@ class _Job:
         self.deadline = self.fixed_deadline or (now + timeout if timeout else None)
 
     def message(self) -> dict[str, Any]:
-        run_options = self.task_process.options  # (built at each read)
-        options = {name: getattr(run_options, name) for name in _SENT_OPTIONS}
+        """The job's line, without its run options (``options``)."""
         return {
             "kind": "job",
             "task_id": self.task_id,
             "number": self.number,
             "timeout": self.task_process.timeout,
-            "options": options,
             "tag": self.tag,
         }
+
+    def options(self) -> dict[str, Any]:
+        run_options = self.task_process.options  # (built at each read)
+        return {name: getattr(run_options, name) for name in _SENT_OPTIONS}
 
 
 class TaskSlot:
@@ -108,11 +115,13 @@ class TaskSlot:
         self.exitcode: int | None = None
         self.retiring = False  # it said it exits after its job, or a write to it failed: hand it nothing
         self.ran_short = False  # whether its last task ran under SHORT_RUN (tasks may queue behind one)
+        self.ran_any = False  # whether it has finished a task
         self._job_writer = job_writer
         self._reader = reader
         self._claims = claims
         self._known_ids = known_ids
         self._numbers = 0
+        self._options_sent: dict[str, Any] | None = None  # the run options of the last job line written
         self._pidfd = _open_pidfd(pid)
 
     @classmethod
@@ -170,7 +179,7 @@ class TaskSlot:
         lines = []
         for job in jobs[:offered]:
             self.jobs.append(job)
-            lines.append(job.message())
+            lines.append(self._line_of(job))
             lines.extend({"kind": "message", **message} for message in job.messages)
         if self.jobs and self.jobs[0].started is None:
             self.jobs[0].begin(now)
@@ -178,6 +187,14 @@ class TaskSlot:
             self.retiring = True  # the caller takes back what the slot has not started
             return False
         return True
+
+    def _line_of(self, job: _Job) -> dict[str, Any]:
+        """The job's line, with its run options only when they differ from the last ones written (the slot
+        keeps them: they are the same for every run but a traced one)."""
+        line, options = job.message(), job.options()
+        if options != self._options_sent:
+            line["options"] = self._options_sent = options
+        return line
 
     def take_back(self) -> _Job | None:
         """Take back the oldest job the slot has not started (it never will); None if it started all."""
@@ -228,6 +245,7 @@ class TaskSlot:
         self.ended.append(job)
         self.retiring = self.retiring or retiring
         self.ran_short = job.started is not None and now - job.started < SHORT_RUN
+        self.ran_any = True
         if self.jobs:
             self.jobs[0].begin(now)
 
@@ -371,38 +389,55 @@ class SlotPool:
 
     def start(self, task_process: TaskProcess, deadline: float | None = None) -> None:
         """Run ``task_process`` in an idle slot that knows its task, or in a fresh fork while not every slot
-        wanted is busy; else it waits, to be queued in a slot by the next ``wait`` or ``collect``. Its time
-        runs from its start, or out at ``deadline`` (wall clock) if given."""
+        wanted is busy; else it waits, to be queued in a slot by the next ``wait`` or ``collect``. It waits
+        too while a slot whose last task ran short is idle: that slot takes it with the tasks granted after
+        it in one write at the next ``wait`` or ``collect`` (each write wakes the slot). Its time runs from
+        its start, or out at ``deadline`` (wall clock) if given."""
         self._runs += 1
         job = _Job(task_process, process_tree.run_tag(self.worker_tag, self._runs), deadline)
-        if self._busy() < self._slots_wanted():
-            self._dispatch(job, time.time())  # OSError: the runner fails the task
-        else:
+        now = time.time()
+        if self._may_start(now) and not self._idle_slot_ran_short():
+            self._dispatch(job, now)  # OSError: the runner fails the task
+        else:  # an idle slot whose last task ran short takes it with the next ones, in one write
             self._waiting.append(job)
+
+    def _idle_slot_ran_short(self) -> bool:
+        return any(slot.ran_short and not slot.jobs and not slot.retiring for slot in self._slots)
 
     def _busy(self) -> int:
         return sum(1 for slot in self._slots if slot.jobs)
 
     def _dispatch(self, job: _Job, now: float) -> None:
-        """Hand ``job`` to an idle slot that knows its task, or to a fresh fork; OSError if none takes it."""
+        """Hand ``job`` to an idle slot that knows its task (with waiting jobs queued behind it if its last
+        task ran short), or to a fresh fork; OSError if none takes it."""
         slot = self._idle_slot_knowing(job.task_id)
-        if slot is None or not self._hand_one(slot, job, now):
-            if slot is not None:
-                self._discard(slot)
-            slot = TaskSlot.spawn(self._tasks, self._completion_cache, self._parent_fds())
-            self._slots.append(slot)
-            if not self._hand_one(slot, job, now):
-                self._discard(slot)
-                raise OSError(f"Could not hand {job.task_process.task} to a freshly forked task slot")
+        if slot is not None:
+            queued = self._take_waiting_for(slot, QUEUED_PER_SLOT) if slot.ran_short else []
+            if self._hand_idle(slot, [job, *queued], now):
+                return
+            self._requeue(queued)
+            self._discard(slot)
+        slot = TaskSlot.spawn(self._tasks, self._completion_cache, self._parent_fds())
+        self._slots.append(slot)
+        if not self._hand_idle(slot, [job], now):
+            self._discard(slot)
+            raise OSError(f"Could not hand {job.task_process.task} to a freshly forked task slot")
 
     @staticmethod
-    def _hand_one(slot: TaskSlot, job: _Job, now: float) -> bool:
-        """Hand ``job`` to an idle slot; False (the job taken back from it) if the slot cannot take it."""
-        if slot.hand([job], now):
+    def _hand_idle(slot: TaskSlot, jobs: list[_Job], now: float) -> bool:
+        """Hand ``jobs`` to an idle slot; False (the jobs taken back from it) if the slot cannot take them."""
+        if slot.hand(jobs, now):
             return True
         slot.take_back_all()
         slot.jobs.clear()  # a job whose line could not be written is not the slot's to start
         return False
+
+    def _take_waiting_for(self, slot: TaskSlot, count: int) -> list[_Job]:
+        """Up to ``count`` waiting jobs (oldest first) whose task ``slot`` knows, taken out of the wait."""
+        batch = [job for job in self._waiting if slot.knows(job.task_id)][:count]
+        for job in batch:
+            self._waiting.remove(job)
+        return batch
 
     def _idle_slot_knowing(self, task_id: str) -> TaskSlot | None:
         idle = [slot for slot in self._slots if not slot.jobs and not slot.retiring]
@@ -426,8 +461,18 @@ class SlotPool:
         while self._busy() < self._slots_wanted() and self._take_back_for_free_slot(now):
             pass
 
+    def _may_start(self, now: float) -> bool:
+        """Whether a job may start in a slot of its own: while fewer slots than wanted are busy, but not once
+        as many as there are processors are busy and one of them may yet take it in its queue (its task has
+        run under SHORT_RUN so far, or under FIRST_RUN_GRACE if it is the slot's first): another slot would
+        only share the processors, and cost a fork. Past that, the job starts in a slot of its own."""
+        busy = self._busy()
+        if busy >= self._slots_wanted():
+            return False
+        return busy < _PROCESSORS or not any(_may_take_queue(slot, now) for slot in self._slots)
+
     def _start_waiting(self, now: float) -> None:
-        while self._waiting and self._busy() < self._slots_wanted():
+        while self._waiting and self._may_start(now):
             job = self._waiting.popleft()
             try:
                 self._dispatch(job, now)
@@ -441,9 +486,7 @@ class SlotPool:
             room = QUEUED_PER_SLOT + 1 - len(slot.jobs)
             if not slot.ran_short or slot.retiring or room <= 0:
                 continue
-            batch = [job for job in self._waiting if slot.knows(job.task_id)][:room]
-            for job in batch:
-                self._waiting.remove(job)
+            batch = self._take_waiting_for(slot, room)
             if batch and not slot.hand(batch, now):
                 taken = slot.take_back_all()
                 self._requeue(taken + [job for job in batch if job not in slot.jobs and job not in taken])
@@ -465,11 +508,18 @@ class SlotPool:
         return False
 
     def _next_check(self, now: float) -> float | None:
-        """When a queued job may next be taken back for a free slot (None: no slot is free, or none waits)."""
+        """When a queued job may next be taken back for a free slot, or a waiting job start in a slot of its
+        own (``_may_start``) (None: no slot is free, or none waits)."""
         if self._busy() >= self._slots_wanted():
             return None
-        starts = [slot.jobs[0].started for slot in self._slots if len(slot.jobs) > 1 and slot.jobs[0].started]
-        return min(starts) + SHORT_RUN if starts else None
+        checks = [
+            slot.jobs[0].started + SHORT_RUN
+            for slot in self._slots
+            if len(slot.jobs) > 1 and slot.jobs[0].started
+        ]
+        if self._waiting:
+            checks.extend(_end_of_youth(slot) for slot in self._slots if _may_take_queue(slot, now))
+        return min(checks) if checks else None
 
     # -- waiting and collecting ------------------------------------------------------------------------
 
@@ -582,6 +632,22 @@ class SlotPool:
             self._discard(slot)
         if ran_any:
             process_tree.kill_tree(None, self.worker_tag, prefix=True)
+
+
+def _end_of_youth(slot: TaskSlot) -> float:
+    """When the busy slot's task stops being young enough for jobs to wait for its queue (``_may_start``)."""
+    head = slot.job
+    started = head.started if head is not None and head.started is not None else 0.0
+    return started + (SHORT_RUN if slot.ran_any else FIRST_RUN_GRACE)
+
+
+def _may_take_queue(slot: TaskSlot, now: float) -> bool:
+    """Whether the busy slot may take jobs queued behind its task (now or, its queue full, soon): the task
+    running is young."""
+    head = slot.job
+    if head is None or head.started is None or slot.retiring:
+        return False
+    return now < _end_of_youth(slot)
 
 
 def could_not_start(task: Any, exc: OSError) -> TaskOutcome:
