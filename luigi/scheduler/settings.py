@@ -211,9 +211,10 @@ class SchedulerConfig:
 
     def retry_policy_for(self, task_policy: Mapping[str, Any] | None) -> TaskRetryPolicy:
         """The scheduler policy overlaid with a task's non-None ``retry_policy_dict`` values."""
-        if not task_policy or (
-            task_policy.keys() <= _POLICY_FIELDS and all(value is None for value in task_policy.values())
-        ):
+        if not task_policy:
+            return self._retry_policy
+        unset = list(task_policy.values()).count(None)
+        if unset == len(task_policy) and task_policy.keys() <= _POLICY_FIELDS:
             return self._retry_policy  # the usual report: Luigi's worker sends its fields, all None
         policy = self._retry_policy._asdict()
         for name, value in task_policy.items():
