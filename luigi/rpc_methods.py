@@ -17,7 +17,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
-from luigi.rpc_values import MAX_NAME_CHARS, Check, checker, text_problem
+from luigi.rpc_values import MAX_NAME_CHARS, Check, checker, kind_check, or_null, text_problem
 
 # The ``Upgrade`` token with which our own client asks our own server to switch a connection to its lean
 # RPC channel (``luigi.server.channel``); the requests stay HTTP/1.1 ``POST /api/<method>`` with JSON bodies.
@@ -108,9 +108,9 @@ class RpcMethod:
         return {**self._sent_defaults, **self.check(kwargs)}
 
     @cached_property
-    def _checks(self) -> dict[str, Check]:
-        """Each parameter's check (see ``luigi.rpc_values``)."""
-        return {p.name: checker(p.kind) for p in self.parameters}
+    def _checks(self) -> dict[str, tuple[Check, bool]]:
+        """Each parameter's check and whether it admits null (see ``luigi.rpc_values.kind_check``)."""
+        return {p.name: kind_check(p.kind) for p in self.parameters}
 
     @cached_property
     def _var_keyword_check(self) -> Check:
@@ -134,9 +134,10 @@ class RpcMethod:
                 else:
                     takes = ", ".join(self.parameter_names) or "no arguments"
                     raise RpcArgumentError(f"{self.name}: unexpected argument {name!r} (it takes: {takes})")
-            else:
-                found = check(value)
+            elif value is not None or not check[1]:
+                found = check[0](value)
                 if found is not None:
+                    found = or_null(found) if check[1] else found
                     raise RpcArgumentError(f"{self.name}: argument {name!r} {found}")
         for name in self._required:
             if name not in kwargs:

@@ -527,10 +527,11 @@ class Scheduler(ReadMethods, ExtensionMethods):
     def prune(self) -> None:
         """Apply what is due: worker disconnects, failed runs, retries, re-enables and removals (f.5)."""
         prune_state(self._state, self._rules)
-        now = self._clock()
-        if self._task_logs is not None and now - self._logs_expired_at >= LOG_EXPIRY_EVERY_SECONDS:
-            self._logs_expired_at = now
-            self._task_logs.expire(now)
+        if self._task_logs is not None:
+            now = self._clock()
+            if now - self._logs_expired_at >= LOG_EXPIRY_EVERY_SECONDS:
+                self._logs_expired_at = now
+                self._task_logs.expire(now)
         if self._config.batch_emails and self._batch_notifier is not None:
             try:
                 self._batch_notifier.update()

@@ -11,6 +11,7 @@ import dataclasses
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, NamedTuple
 
 from luigi.metrics import MetricsCollectors, MetricsSetupError
@@ -60,6 +61,8 @@ class TaskRetryPolicy(NamedTuple):
     retry_max_delay: float = 0.0  # 0: no cap
     retry_jitter: float = 0.0  # a fraction of the delay, spread evenly either way
 
+
+_POLICY_FIELDS = frozenset(TaskRetryPolicy._fields)
 
 # The kind of each option decides how it is read from a config file and which override values it accepts.
 _OPTION_KINDS: dict[str, str] = {
@@ -191,7 +194,11 @@ class SchedulerConfig:
         return _retry_policy_of(self)
 
     def retry_policy(self) -> TaskRetryPolicy:
-        """The scheduler-wide retry policy."""
+        """The scheduler-wide retry policy (one immutable tuple, shared by every task that keeps it)."""
+        return self._retry_policy
+
+    @cached_property
+    def _retry_policy(self) -> TaskRetryPolicy:
         return TaskRetryPolicy(
             self.retry_count,
             self.disable_hard_timeout,
@@ -205,9 +212,12 @@ class SchedulerConfig:
     def retry_policy_for(self, task_policy: Mapping[str, Any] | None) -> TaskRetryPolicy:
         """The scheduler policy overlaid with a task's non-None ``retry_policy_dict`` values."""
         if not task_policy:
-            return self.retry_policy()
-        policy = self.retry_policy()._asdict()
-        for name, value in (task_policy or {}).items():
+            return self._retry_policy
+        unset = list(task_policy.values()).count(None)
+        if unset == len(task_policy) and task_policy.keys() <= _POLICY_FIELDS:
+            return self._retry_policy  # the usual report: Luigi's worker sends its fields, all None
+        policy = self._retry_policy._asdict()
+        for name, value in task_policy.items():
             if name not in policy:
                 raise ValueError(
                     f"retry_policy_dict has unknown key {name!r} (expected one of: {', '.join(policy)})"

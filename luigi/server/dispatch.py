@@ -58,14 +58,20 @@ def _read_constant(name: str) -> float:
     raise ValueError(f"{name} is not a JSON number (JSON has no NaN or -Infinity)")
 
 
+# Built once: ``json.loads`` given ``parse_constant`` would build a decoder (and its scanner) per request.
+_DECODER = json.JSONDecoder(parse_constant=_read_constant)
+
+
 def decode_data(text: str) -> dict[str, Any]:
     """The kwargs object in a ``data`` field, or a 400 naming what is wrong with it.
 
     Strict JSON but for ``Infinity``, which only an argument of the kind ``limit`` accepts
     (``luigi.rpc_values``); ``NaN`` and ``-Infinity`` are refused.
     """
+    if text.startswith("\ufeff"):  # json.loads would say so; the decoder itself does not look
+        raise ClientError(400, "'data' is not valid JSON: it starts with a byte order mark (send it without)")
     try:
-        value = json.loads(text, parse_constant=_read_constant)
+        value = _DECODER.decode(text)
     except (ValueError, RecursionError) as exc:
         raise ClientError(400, f"'data' is not valid JSON: {exc}") from None
     if not isinstance(value, dict):

@@ -126,6 +126,26 @@ def test_an_unknown_retry_policy_key_is_refused():
         raise AssertionError("expected a ValueError")
 
 
+def test_an_unknown_retry_policy_key_is_refused_even_when_its_value_is_none():
+    sch, _ = make_scheduler()
+    try:
+        sch.add_task(worker=WORKER, task_id="A", retry_policy_dict={"retry_count": None, "retries": None})
+    except ValueError as error:
+        assert "'retries'" in str(error)
+    else:
+        raise AssertionError("expected a ValueError")
+
+
+def test_a_retry_policy_of_none_values_keeps_the_scheduler_defaults():
+    sch, _ = make_scheduler(retry_count=2)
+    policy = {"retry_count": None, "disable_hard_timeout": None, "disable_window": None}
+    sch.add_task(worker=WORKER, task_id="A", retry_policy_dict=policy)
+    fail(sch, retry_policy_dict=policy)
+    assert status_of(sch, "A") == "FAILED"
+    fail(sch, retry_policy_dict=policy)
+    assert status_of(sch, "A") == "DISABLED"
+
+
 def test_disabling_notifies_with_luigis_subject_and_the_owners():
     notices = []
     config = SchedulerConfig(retry_count=1, disable_persist=7)

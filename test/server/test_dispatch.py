@@ -31,6 +31,18 @@ def test_bad_kwargs_are_refused_with_a_400_naming_the_problem():
         decode_data("{")
 
 
+def test_data_is_strict_json_but_for_infinity():
+    read = decode_data('{"max_batch_size": Infinity, "n": [1, 2.5]}')
+    assert read == {"max_batch_size": float("inf"), "n": [1, 2.5]}
+    for constant in ("NaN", "-Infinity"):
+        with pytest.raises(ClientError, match=f"{constant} is not a JSON number"):
+            decode_data('{"x": ' + constant + "}")
+    with pytest.raises(ClientError, match="starts with a byte order mark"):
+        decode_data('\ufeff{"x": 1}')
+    with pytest.raises(ClientError, match="must be a JSON object of keyword arguments, got list"):
+        decode_data("[1]")
+
+
 class FullDisk(Scheduler):
     """A scheduler whose changes cannot be saved, as on a full disk."""
 

@@ -139,6 +139,8 @@ class StatusRules:
 
 def reset_orphaned_batch_members(state: SchedulerState, rules: StatusRules, worker_id: str) -> None:
     """BATCH_RUNNING tasks of ``worker_id`` whose batch has no RUNNING leader go back to PENDING."""
+    if not state.by_status[BATCH_RUNNING]:
+        return  # no batch runs: nothing to look for (every get_work asks)
     led = {t.batch_id for t in state.tasks_with_status(RUNNING) if t.worker_running == worker_id}
     for task in state.tasks_with_status(BATCH_RUNNING):
         if task.worker_running == worker_id and task.batch_id not in led:

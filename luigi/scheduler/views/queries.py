@@ -33,9 +33,13 @@ class PendingCounter:
         totals = [0, 0, 0]
         if worker is not None:
             for status in COUNTED_STATUSES:
-                totals = [a + b for a, b in zip(totals, worker.pending_counts[status], strict=True)]
-            for task_id in self._blocked_tasks():
-                _subtract_blocked(totals, state.tasks[task_id], worker_id)
+                counts = worker.pending_counts[status]
+                totals[0] += counts[0]
+                totals[1] += counts[1]
+                totals[2] += counts[2]
+            if state.by_status[DISABLED]:  # only a DISABLED task blocks others
+                for task_id in self._blocked_tasks():
+                    _subtract_blocked(totals, state.tasks[task_id], worker_id)
         return {
             "n_pending_tasks": totals[0],
             "n_unique_pending": totals[1],
@@ -45,9 +49,8 @@ class PendingCounter:
         }
 
     def _blocked_tasks(self) -> set[str]:
+        """The tasks behind a DISABLED one (asked only while some task is DISABLED)."""
         state = self._state
-        if not state.by_status[DISABLED]:
-            return set()
         if self._version != state.disabled_version:
             self._blocked = disabled_upstream(state)
             self._version = state.disabled_version
