@@ -159,6 +159,40 @@ class SchedulerState(LuigiStateNames):
         self._index_new_task(task, deps or ())
         return task
 
+    def create_stubs(
+        self, task_ids: Iterable[str], retry_policy: TaskRetryPolicy, priority: float, stakeholder: str
+    ) -> None:
+        """Record new UNKNOWN tasks that a report named as dependencies, kept by ``stakeholder``.
+
+        What ``create_task`` and ``add_stakeholder`` do for each, in one pass: a wrapper naming a million
+        dependencies makes a million of them in one call. They share one creation time (that of the report)
+        and their containers (``model.shared``), so the store can write them as one run of equal rows.
+        """
+        now = self.clock()
+        stake = shared_ids((stakeholder,))
+        tasks, unknown = self.tasks, self.by_status[UNKNOWN]
+        made = []
+        for task_id in task_ids:
+            task = TaskRecord(
+                id=task_id,
+                status=UNKNOWN,
+                created=now,
+                updated=now,
+                retry_policy=retry_policy,
+                priority=priority,
+                stakeholders=stake,
+            )
+            tasks[task_id] = unknown[task_id] = task
+            made.append(task_id)
+        if not made:
+            return
+        self.by_family.setdefault("", set()).update(made)
+        self.workers[stakeholder].stake.update(made)
+        self.to_recheck.update(made)
+        if self.changes is not None:
+            self.changes.tasks.update(dict.fromkeys(made))
+        self.names_version += 1
+
     def adopt_task(self, task: TaskRecord) -> None:
         """Add a record made outside the state (Luigi's ``get_task(setdefault=...)``). It must be new:
         workers, stakeholders and batches are added through the state, not brought in."""

@@ -25,6 +25,7 @@ from luigi.scheduler.model.records import TaskRecord, WorkerRecord
 from luigi.scheduler.model.state import SchedulerState
 from luigi.scheduler.store import codec, schema
 from luigi.scheduler.store.base import CorruptStateError
+from luigi.scheduler.store.runs import TaskRun, group_runs
 
 Row = dict[str, Any]
 T = TypeVar("T")
@@ -115,14 +116,22 @@ class RowChanges:
     resources: dict[str, Row | None] = field(default_factory=dict)
     batchers: dict[str, list[Row]] = field(default_factory=dict)
     paused: bool | None = None
+    # Tasks journaled as runs of equal rows (``runs``), oldest first; an entry of ``tasks`` for the same
+    # task is always newer (``merge`` keeps it so), so runs are written first and ``tasks`` wins.
+    runs: list[TaskRun] = field(default_factory=list)
 
     def __len__(self) -> int:
         """How many keys (rows or row groups) are changed."""
         keyed = len(self.tasks) + len(self.workers) + len(self.resources) + len(self.batchers)
-        return keyed + (self.paused is not None)
+        return keyed + sum(len(run) for run in self.runs) + (self.paused is not None)
 
     def merge(self, later: RowChanges) -> None:
         """Add ``later``'s changes: a key's later row (or deletion) wins, keys keep their first place."""
+        for run in later.runs:
+            if self.tasks:
+                for task_id in run.ids:
+                    self.tasks.pop(task_id, None)
+            self.runs.append(run)
         self.tasks.update(later.tasks)
         self.workers.update(later.workers)
         self.resources.update(later.resources)
@@ -134,6 +143,15 @@ class RowChanges:
         """Remove and return the first ``limit`` keys (tasks, then workers, resources, batchers, pause)."""
         taken = RowChanges()
         left = limit
+        while self.runs and left > 0:
+            run = self.runs.pop(0)
+            if len(run) > left:
+                run, rest = run.split(left)
+                self.runs.insert(0, rest)
+            left -= len(run)
+            kept = run.without(self.tasks)  # a later change of a member is written instead
+            if kept is not None:
+                taken.runs.append(kept)
         for name in _KEYED:
             source: dict[str, Any] = getattr(self, name)
             if left <= 0 or not source:
@@ -159,6 +177,8 @@ class RowChanges:
                 document[name] = value
         if self.paused is not None:
             document["paused"] = self.paused
+        if self.runs:
+            document["runs"] = [run.to_json_value() for run in self.runs]
         return codec.journal_dumps(document)
 
     def task_rows(self) -> dict[str, Row | None]:
@@ -180,7 +200,7 @@ class RowChanges:
             raise CorruptStateError(f"expected a JSON object, got {_shown(document)}")
         if document.get("v") != JOURNAL_FORMAT:
             raise CorruptStateError(f"format version {document.get('v')!r}, expected {JOURNAL_FORMAT}")
-        unknown = set(document) - {"v", "tasks", "workers", "resources", "batchers", "paused"}
+        unknown = set(document) - {"v", "tasks", "workers", "resources", "batchers", "paused", "runs"}
         if unknown:
             raise CorruptStateError(f"unknown entries {sorted(unknown)}")
         changes = cls()
@@ -188,6 +208,7 @@ class RowChanges:
         changes.workers = _record_values(_WORKERS, document.get("workers", {}))
         changes.resources = _keyed_rows("resources", schema.resources, "name", document.get("resources", {}))
         changes.batchers = _batcher_lists(document.get("batchers", {}))
+        changes.runs = _task_runs(document.get("runs", []))
         paused = document.get("paused")
         if paused is not None and not isinstance(paused, bool):
             raise CorruptStateError(f"paused is {_shown(paused)}, expected true, false or null")
@@ -218,6 +239,16 @@ def _record_values(kind: _RecordTable, value: Any) -> dict[str, Values | None]:
             raise CorruptStateError(f"{where} has seq {_shown(row['seq'])}, expected an integer")
         kind.decode(row)  # CorruptStateError naming the column that would not load
     return value
+
+
+def _task_runs(value: Any) -> list[TaskRun]:
+    """Journaled runs of equal tasks, each with values making a row that loads (else CorruptStateError)."""
+    if not isinstance(value, list):
+        raise CorruptStateError(f"runs is {_shown(value)}, expected a list of runs")
+    runs = [TaskRun.from_json_value(run) for run in value]
+    for run in runs:
+        _record_values(_TASKS, {run.ids[0]: run.values})
+    return runs
 
 
 def _keyed_rows(name: str, table: Table, key: str, value: Any) -> dict[str, Row | None]:
@@ -428,9 +459,33 @@ class RowStore:
             paused=state.paused if changes.paused else None,
         )
 
+    def compact_rows_for(
+        self, state: SchedulerState, changes: ChangeSet, max_loose: int
+    ) -> RowChanges | None:
+        """``rows_for``, with runs of equal tasks journaled as runs (``store.runs``); None when more than
+        ``max_loose`` tasks are in no run (such a flush is written another way)."""
+        order = self._task_order
+        grouped = group_runs(state.tasks, changes.tasks, order.of, order.forget, max_loose)
+        if grouped is None:
+            return None
+        others = ChangeSet(
+            workers=changes.workers,
+            resources=changes.resources,
+            batchers=changes.batchers,
+            paused=changes.paused,
+        )
+        rows = self.rows_for(state, others)
+        rows.tasks, rows.runs = grouped
+        return rows
+
     def write_rows(self, run: Runner, rows: RowChanges) -> None:
         """Write ``rows`` with ``run``, which executes driver SQL inside the caller's transaction (tasks
-        ``WRITE_CHUNK`` at a time)."""
+        ``WRITE_CHUNK`` at a time; runs first, less the members ``tasks`` has a newer row of)."""
+        for whole in rows.runs:
+            task_run = whole.without(rows.tasks)
+            for start in range(0, len(task_run) if task_run is not None else 0, WRITE_CHUNK):
+                assert task_run is not None
+                self._tasks.put(run, _run_rows(task_run, start, start + WRITE_CHUNK))
         for keys in _chunks(rows.tasks, WRITE_CHUNK):
             self._tasks.apply(run, _TASKS.rows({key: rows.tasks[key] for key in keys}))
         self._workers.apply(run, rows.worker_rows())
@@ -478,6 +533,15 @@ class RowStore:
             for name in names
             if name in state.resources
         ]
+
+
+def _run_rows(run: TaskRun, start: int, stop: int) -> list[Row]:
+    """The rows of a run's members ``start`` to ``stop``: its one row, with each member's id and seq."""
+    template = _TASKS.row(run.values)
+    return [
+        {**template, "id": task_id, "seq": seq}
+        for task_id, seq in zip(run.ids[start:stop], run.seqs[start:stop], strict=True)
+    ]
 
 
 def _read_records(conn: Connection, table: Table, read: codec.RowReader) -> list[Any]:
