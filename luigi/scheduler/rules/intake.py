@@ -84,6 +84,9 @@ class ReportIntake:
             self.state.add_task_worker(task, reporter.id)  # the record's id: one string for all its tasks
             self.state.mark_runnable(task)
         self.state.recheck(task.id)
+        # Seen again now that the report is applied: a wrapper naming a million dependencies takes a while,
+        # and its worker (whose pings wait meanwhile) must not count as silent for that long.
+        self.state.note_alive(report.worker)
 
     def _task_for(self, report: TaskReport, reporter: WorkerRecord) -> TaskRecord | None:
         """The task to update, created if new; None when the report must be ignored."""

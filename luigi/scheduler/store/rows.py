@@ -140,14 +140,12 @@ class RowChanges:
             self.paused = later.paused
 
     def take(self, limit: int) -> RowChanges:
-        """Remove and return the first ``limit`` keys (tasks, then workers, resources, batchers, pause)."""
+        """Remove and return ``limit`` keys: runs' members first (the oldest run's, from its end), then the
+        first keys of tasks, workers, resources, batchers, then the pause flag."""
         taken = RowChanges()
         left = limit
         while self.runs and left > 0:
-            run = self.runs.pop(0)
-            if len(run) > left:
-                run, rest = run.split(left)
-                self.runs.insert(0, rest)
+            run = self.runs[0].split_off(left) if len(self.runs[0]) > left else self.runs.pop(0)
             left -= len(run)
             kept = run.without(self.tasks)  # a later change of a member is written instead
             if kept is not None:

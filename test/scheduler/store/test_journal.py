@@ -647,19 +647,19 @@ def test_a_later_change_of_a_task_in_a_journaled_run_wins_at_a_fold_and_at_a_rep
         sch.add_task(worker=WORKER, task_id="Wide", deps=deps)
         sch.flush()
         run_ids = json.loads(journal_file.read_text().splitlines()[-1])["runs"][0]["ids"]
-        sch.add_task(worker=WORKER, task_id=run_ids[5], family="Leaf", params={"n": "5"})
-        sch.add_task(worker=WORKER, task_id=run_ids[50], family="Leaf", status="DONE")
+        sch.add_task(worker=WORKER, task_id=run_ids[-5], family="Leaf", params={"n": "5"})
+        sch.add_task(worker=WORKER, task_id=run_ids[-50], family="Leaf", status="DONE")
         sch.flush()
         return run_ids
 
     sch = open_scheduler(state_file, clock)
     run_ids = wrapper_then_two_leaves(sch)
-    sch.checkpoint(limit=100)  # the run's first 100, less the two whose newer rows are still pending
-    assert stored_task_ids(state_file) == set(run_ids[:100]) - {run_ids[5], run_ids[50]}
+    sch.checkpoint(limit=100)  # 100 of the run (from its end), less the two whose newer rows are pending
+    assert stored_task_ids(state_file) == set(run_ids[-100:]) - {run_ids[-5], run_ids[-50]}
     sch._store.close()  # folds the rest
     after = open_scheduler(state_file, clock)
     assert after.task_list("", "", limit=False) == sch.task_list("", "", limit=False)
-    assert (statuses(after)[run_ids[5]], statuses(after)[run_ids[50]]) == ("PENDING", "DONE")
+    assert (statuses(after)[run_ids[-5]], statuses(after)[run_ids[-50]]) == ("PENDING", "DONE")
 
     # The same lines replayed at a start, before any fold (`sch` left open, as after kill -9).
     journal_file = journal_file.with_name("again.sqlite.journal")
@@ -667,7 +667,7 @@ def test_a_later_change_of_a_task_in_a_journaled_run_wins_at_a_fold_and_at_a_rep
     run_ids = wrapper_then_two_leaves(sch)
     replayed = open_scheduler(state_file.with_name("again.sqlite"), clock)
     assert replayed.task_list("", "", limit=False) == sch.task_list("", "", limit=False)
-    assert (statuses(replayed)[run_ids[5]], statuses(replayed)[run_ids[50]]) == ("PENDING", "DONE")
+    assert (statuses(replayed)[run_ids[-5]], statuses(replayed)[run_ids[-50]]) == ("PENDING", "DONE")
 
 
 def test_the_same_wrapper_sent_again_after_a_client_timeout_makes_and_journals_nothing_more(
