@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
@@ -306,10 +307,18 @@ class _DriverStatement:
         self.sql = str(compiled)
         positional = compiled.positional
         self.order: tuple[str, ...] | None = tuple(compiled.positiontup or ()) if positional else None
+        # a row's values in that order, as a tuple even for one column
+        order = self.order or ()
+        self._in_order: Callable[[Row], tuple[Any, ...]] = (
+            operator.itemgetter(*order) if len(order) > 1 else lambda row: tuple(row[name] for name in order)
+        )
 
     def run(self, run: Runner, rows: list[dict[str, Any]]) -> None:
-        order = self.order
-        run(self.sql, rows if order is None else [tuple(row[name] for name in order) for row in rows])
+        if self.order is None:
+            run(self.sql, rows)
+        else:
+            in_order = self._in_order
+            run(self.sql, [in_order(row) for row in rows])
 
 
 class _TableWriter:
