@@ -317,14 +317,15 @@ def test_a_body_exactly_at_the_cap_is_accepted():
 
 
 def test_an_add_task_past_16_mib_is_taken_by_default_as_luigis_server_takes_it():
-    # Luigi's luigid keeps tornado's 100 MB cap: a wrapper naming a few hundred thousand long task ids
-    # (a Luigi client's form body) must not be refused.
-    deps = [f"Leaf_{n}_" + "x" * 90 for n in range(170_000)]
+    # Luigi's luigid keeps tornado's 100 MB cap: a wrapper naming many (here long) task ids in a Luigi
+    # client's form body must not be refused.
+    deps = [f"Leaf_{n}_" + "x" * 1_000 for n in range(17_000)]
     body = urlencode({"data": json.dumps({"worker": W, "task_id": "Wide()", "deps": deps})})
     assert len(body) > 16 * 1024 * 1024
     scheduler, _clock = make_scheduler()
     with serving_in_thread(scheduler) as server:
-        reply = probe_for(server).request(
+        probe = HttpProbe(port=server.bound_port(), timeout=60)  # 17 MiB on a busy machine
+        reply = probe.request(
             "POST", "/api/add_task", body=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
         )
     assert reply.status == 200
