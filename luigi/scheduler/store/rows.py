@@ -72,7 +72,8 @@ class Positions:
         self._of.pop(key, None)
 
 
-JOURNAL_FORMAT = 1
+JOURNAL_FORMAT = 2  # 2: a line may hold ``runs`` (``store.runs``); lines without them are still written as 1
+_READ_FORMATS = (1, JOURNAL_FORMAT)  # a journal left by the version before runs is replayed as it is
 _KEYED = ("tasks", "workers", "resources", "batchers")  # RowChanges' keyed fields, in the order folded
 _SCALARS = (str, int, float, bool, type(None))
 # A task's or worker's field values (``codec.task_values``) followed by its ``seq``: what the journal
@@ -169,7 +170,7 @@ class RowChanges:
 
     def to_json(self) -> str:
         """One line of JSON (no newline in it), versioned; TypeError for a value JSON cannot hold."""
-        document: dict[str, Any] = {"v": JOURNAL_FORMAT}
+        document: dict[str, Any] = {"v": JOURNAL_FORMAT if self.runs else 1}
         for name in _KEYED:
             value = getattr(self, name)
             if value:
@@ -197,8 +198,12 @@ class RowChanges:
             raise CorruptStateError(f"not JSON ({exc})") from None
         if not isinstance(document, dict):
             raise CorruptStateError(f"expected a JSON object, got {_shown(document)}")
-        if document.get("v") != JOURNAL_FORMAT:
-            raise CorruptStateError(f"format version {document.get('v')!r}, expected {JOURNAL_FORMAT}")
+        if document.get("v") not in _READ_FORMATS:
+            raise CorruptStateError(
+                f"format version {document.get('v')!r}, expected at most {JOURNAL_FORMAT}"
+            )
+        if document.get("v") == 1 and "runs" in document:
+            raise CorruptStateError("runs in a line of format version 1")
         unknown = set(document) - {"v", "tasks", "workers", "resources", "batchers", "paused", "runs"}
         if unknown:
             raise CorruptStateError(f"unknown entries {sorted(unknown)}")

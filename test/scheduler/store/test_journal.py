@@ -162,7 +162,14 @@ def test_changes_survive_their_journal_line_including_non_finite_floats_and_unic
     [
         ('{"v": 1, "tasks": {', "not JSON"),
         ("[1, 2]", "expected a JSON object"),
-        ('{"v": 2}', "format version 2, expected 1"),
+        ('{"v": 3}', "format version 3, expected at most 2"),
+        ('{"v": 1, "runs": []}', "runs in a line of format version 1"),
+        ('{"v": 2, "runs": {}}', "runs is {}, expected a list of runs"),
+        ('{"v": 2, "runs": [{"ids": ["A"]}]}', "expected an object of values and ids"),
+        ('{"v": 2, "runs": [{"values": [1], "ids": [], "first_seq": 0}]}', "expected a list of task ids"),
+        ('{"v": 2, "runs": [{"values": [1], "ids": ["A"]}]}', "expected first_seq or a list of seqs"),
+        ('{"v": 2, "runs": [{"values": [1], "ids": ["A"], "seqs": [1, 2]}]}', "has 1 ids and 2 seqs"),
+        ('{"v": 2, "runs": [{"values": [1], "ids": ["A"], "first_seq": 0}]}', "expected a list of 36 values"),
         ('{"v": 1, "extra": {}}', "unknown entries ['extra']"),
         ('{"v": 1, "tasks": []}', "tasks is [], expected an object of value lists"),
         (
