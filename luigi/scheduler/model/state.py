@@ -35,6 +35,7 @@ from luigi.scheduler.model.shared import (
     EMPTY_DICT,
     EMPTY_LIST,
     NO_IDS,
+    collector_paused,
     interned,
     shared_dict,
     shared_ids,
@@ -172,18 +173,19 @@ class SchedulerState(LuigiStateNames):
         stake = shared_ids((stakeholder,))
         tasks, unknown = self.tasks, self.by_status[UNKNOWN]
         made = []
-        for task_id in task_ids:
-            task = TaskRecord(
-                id=task_id,
-                status=UNKNOWN,
-                created=now,
-                updated=now,
-                retry_policy=retry_policy,
-                priority=priority,
-                stakeholders=stake,
-            )
-            tasks[task_id] = unknown[task_id] = task
-            made.append(task_id)
+        with collector_paused():
+            for task_id in task_ids:
+                task = TaskRecord(
+                    id=task_id,
+                    status=UNKNOWN,
+                    created=now,
+                    updated=now,
+                    retry_policy=retry_policy,
+                    priority=priority,
+                    stakeholders=stake,
+                )
+                tasks[task_id] = unknown[task_id] = task
+                made.append(task_id)
         if not made:
             return
         self.by_family.setdefault("", set()).update(made)
