@@ -143,14 +143,12 @@ class SchedulerState(LuigiStateNames):
         resources: dict[str, Any] | None = None,
     ) -> TaskRecord:
         """Record a new task (Luigi's ``_make_task`` plus ``get_task(setdefault=...)``)."""
-        now = self.clock()
-        task = TaskRecord(
-            id=task_id,
-            status=status,
-            created=now,
-            updated=now,
-            retry_policy=retry_policy,
-            priority=priority,
+        task = _new_record(
+            task_id,
+            status,
+            self.clock(),
+            retry_policy,
+            priority,
             family=interned(family or ""),
             module=interned(module) if module else module,
             param_visibilities=shared_dict(param_visibilities),
@@ -175,15 +173,7 @@ class SchedulerState(LuigiStateNames):
         made = []
         with collector_paused():
             for task_id in task_ids:
-                task = TaskRecord(
-                    id=task_id,
-                    status=UNKNOWN,
-                    created=now,
-                    updated=now,
-                    retry_policy=retry_policy,
-                    priority=priority,
-                    stakeholders=stake,
-                )
+                task = _new_record(task_id, UNKNOWN, now, retry_policy, priority, stakeholders=stake)
                 tasks[task_id] = unknown[task_id] = task
                 made.append(task_id)
         if not made:
@@ -853,6 +843,21 @@ class SimpleTaskState(SchedulerState):
 
     def __init__(self, state_path: str) -> None:
         super().__init__(SchedulerConfig(state_path=state_path), system_time)
+
+
+def _new_record(
+    task_id: str, status: str, now: float, retry_policy: TaskRetryPolicy, priority: float, **fields: Any
+) -> TaskRecord:
+    """A task record first known ``now`` (created and updated then)."""
+    return TaskRecord(
+        id=task_id,
+        status=status,
+        created=now,
+        updated=now,
+        retry_policy=retry_policy,
+        priority=priority,
+        **fields,
+    )
 
 
 def rank_key(task: TaskRecord) -> RankKey:
