@@ -38,7 +38,6 @@ import psutil
 SHAPES = ("wide", "chain", "lattice", "cpu")
 LUIGID = Path(sys.executable).parent / "luigid"
 LUIGID_PID_VARIABLE = "BENCH_LUIGID_PID"  # the case's luigid, for a worker that reads its CPU
-BODY_CAP = 256 * 1024 * 1024
 
 
 def _free_port() -> int:
@@ -86,12 +85,7 @@ def luigid(folder: str, metrics_collector: str = "default") -> Iterator[tuple[st
     """A fresh luigid on a free port; yields (url, pid) once it answers, stops it afterwards."""
     port = _free_port()
     config = Path(folder, "luigid.cfg")
-    # The wide wrapper's one add_task names all N dependencies: some 25 MB at N = 1,000,000, past the
-    # default request cap (16 MiB), which a Luigi server (tornado's 100 MB) would have taken.
-    config.write_text(
-        f"[scheduler]\nrecord_task_history = false\nmetrics_collector = {metrics_collector}\n"
-        f"max_body_size = {BODY_CAP}\n"
-    )
+    config.write_text(f"[scheduler]\nrecord_task_history = false\nmetrics_collector = {metrics_collector}\n")
     env = dict(os.environ, LUIGI_CONFIG_PATH=str(config))
     argv = [str(LUIGID), "--port", str(port), "--state-path", os.path.join(folder, "state.db")]
     with open(os.path.join(folder, "luigid.log"), "wb") as log:

@@ -6,7 +6,8 @@
 The server options live in ``[scheduler]`` beside the scheduler's: ``auth_token`` (or the
 ``LUIGI_AUTH_TOKEN`` environment variable, which wins), ``allowed_hosts`` (the names requests may be
 addressed to, see ``luigi.server.guard``), ``max_body_size`` (bytes a request body may hold, default
-16 MiB) and ``prune_interval`` (seconds between housekeeping runs, default 60).
+100 MiB: tornado's default, which Luigi's server keeps, so a wrapper naming a million dependencies is
+taken) and ``prune_interval`` (seconds between housekeeping runs, default 60).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ __all__ = ["ANY_HOST", "AUTH_TOKEN_ENV", "CorsPolicy", "ServerSettings", "cors"]
 
 AUTH_TOKEN_ENV = "LUIGI_AUTH_TOKEN"
 ANY_HOST = "*"  # in ``allowed_hosts``: answer whatever the Host header says (behind a proxy that checks it)
-DEFAULT_MAX_BODY_SIZE = 16 * 1024 * 1024
+DEFAULT_MAX_BODY_SIZE = 100 * 1024 * 1024  # what tornado, and so Luigi's luigid, accepts
 DEFAULT_PRUNE_INTERVAL = 60.0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import gc
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,16 @@ def test_a_shared_container_refuses_a_write_in_place_and_the_state_replaces_it_i
 
     sch.add_task(worker="w2", task_id="A")
     assert list(a.workers) == [WORKER, "w2"] and list(sch._state.tasks["B"].workers) == [WORKER]
+
+
+@pytest.mark.parametrize("collector_on", [True, False])
+def test_stubs_made_at_once_leave_the_garbage_collector_as_it_was(collector_on):
+    sch, _ = make_scheduler()
+    was_on = gc.isenabled()
+    (gc.enable if collector_on else gc.disable)()
+    try:
+        sch.add_task(worker=WORKER, task_id="Wide", deps=[f"Leaf_{n}" for n in range(1_000)])
+        assert gc.isenabled() is collector_on
+    finally:
+        (gc.enable if was_on else gc.disable)()
+    assert len(sch.task_list("UNKNOWN", "", limit=False)) == 1_000

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from helpers.scheduler import WORKER, granted, make_scheduler, status_of
+from helpers.scheduler import START, WORKER, granted, make_scheduler, status_of
+
+from luigi.scheduler import ManualClock
 
 OTHER = "other-worker"
 
@@ -37,6 +39,28 @@ def test_pings_keep_a_worker_and_its_running_task_alive():
         assert sch.ping(worker=WORKER) == {"rpc_messages": []}
         sch.prune()
     assert status_of(sch, "A") == "RUNNING"
+
+
+class SlowClock(ManualClock):
+    """A clock that moves 30 s at each reading while ``slow``: a report that takes long to apply."""
+
+    slow = True
+
+    def __call__(self) -> float:
+        self.now += 30 if self.slow else 0
+        return self.now
+
+
+def test_a_worker_is_seen_when_its_long_report_is_applied_not_only_when_it_arrived():
+    clock = SlowClock(START)
+    sch, _ = make_scheduler(clock, worker_disconnect_delay=60)
+    sch.add_task(worker=WORKER, task_id="Wide", deps=[f"Leaf_{n}" for n in range(100)])
+    clock.slow = False
+    applied = clock.now
+    assert applied - START > 60  # the report took longer than the disconnect delay
+    sch.prune()
+    assert {worker["name"] for worker in sch.worker_list()} == {WORKER}
+    assert sch.worker_list()[0]["last_active"] >= applied
 
 
 def test_tasks_nobody_wants_are_removed_after_remove_delay():

@@ -7,7 +7,7 @@ import json
 import uuid
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import urlencode, urljoin
 
 import pytest
 from helpers.luigid import HttpProbe, probe_for, serving_in_thread
@@ -316,6 +316,23 @@ def test_a_body_exactly_at_the_cap_is_accepted():
     assert reply.status == 200
 
 
+def test_an_add_task_past_16_mib_is_taken_by_default_as_luigis_server_takes_it():
+    # Luigi's luigid keeps tornado's 100 MB cap: a wrapper naming many (here long) task ids in a Luigi
+    # client's form body must not be refused.
+    deps = [f"Leaf_{n}_" + "x" * 1_000 for n in range(17_000)]
+    body = urlencode({"data": json.dumps({"worker": W, "task_id": "Wide()", "deps": deps})})
+    assert len(body) > 16 * 1024 * 1024
+    scheduler, _clock = make_scheduler()
+    with serving_in_thread(scheduler) as server:
+        probe = HttpProbe(port=server.bound_port(), timeout=60)  # 17 MiB on a busy machine
+        reply = probe.request(
+            "POST", "/api/add_task", body=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
+        )
+    assert reply.status == 200
+    assert scheduler.task_list("PENDING", "", limit=False).keys() == {"Wide()"}
+    assert len(scheduler.task_list("UNKNOWN", "", limit=False)) == len(deps)
+
+
 # -- the routed method set ---------------------------------------------------------------------------------
 
 
@@ -507,7 +524,7 @@ def test_auth_is_off_by_default():
     settings = ServerSettings.from_config()
     assert settings.auth_token is None
     assert settings.cors_policy().enabled is False
-    assert settings.max_body_size == 16 * 1024 * 1024
+    assert settings.max_body_size == 100 * 1024 * 1024
 
 
 @pytest.mark.parametrize(

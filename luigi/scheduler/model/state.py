@@ -35,6 +35,7 @@ from luigi.scheduler.model.shared import (
     EMPTY_DICT,
     EMPTY_LIST,
     NO_IDS,
+    collector_paused,
     interned,
     shared_dict,
     shared_ids,
@@ -142,14 +143,12 @@ class SchedulerState(LuigiStateNames):
         resources: dict[str, Any] | None = None,
     ) -> TaskRecord:
         """Record a new task (Luigi's ``_make_task`` plus ``get_task(setdefault=...)``)."""
-        now = self.clock()
-        task = TaskRecord(
-            id=task_id,
-            status=status,
-            created=now,
-            updated=now,
-            retry_policy=retry_policy,
-            priority=priority,
+        task = _new_record(
+            task_id,
+            status,
+            self.clock(),
+            retry_policy,
+            priority,
             family=interned(family or ""),
             module=interned(module) if module else module,
             param_visibilities=shared_dict(param_visibilities),
@@ -158,6 +157,33 @@ class SchedulerState(LuigiStateNames):
         task.set_params(params)
         self._index_new_task(task, deps or ())
         return task
+
+    def create_stubs(
+        self, task_ids: Iterable[str], retry_policy: TaskRetryPolicy, priority: float, stakeholder: str
+    ) -> None:
+        """Record new UNKNOWN tasks that a report named as dependencies, kept by ``stakeholder``.
+
+        What ``create_task`` and ``add_stakeholder`` do for each, in one pass: a wrapper naming a million
+        dependencies makes a million of them in one call. They share one creation time (that of the report)
+        and their containers (``model.shared``), so the store can write them as one run of equal rows.
+        """
+        now = self.clock()
+        stake = shared_ids((stakeholder,))
+        tasks, unknown = self.tasks, self.by_status[UNKNOWN]
+        made = []
+        with collector_paused():
+            for task_id in task_ids:
+                task = _new_record(task_id, UNKNOWN, now, retry_policy, priority, stakeholders=stake)
+                tasks[task_id] = unknown[task_id] = task
+                made.append(task_id)
+        if not made:
+            return
+        self.by_family.setdefault("", set()).update(made)
+        self.workers[stakeholder].stake.update(made)
+        self.to_recheck.update(made)
+        if self.changes is not None:
+            self.changes.tasks.update(dict.fromkeys(made))
+        self.names_version += 1
 
     def adopt_task(self, task: TaskRecord) -> None:
         """Add a record made outside the state (Luigi's ``get_task(setdefault=...)``). It must be new:
@@ -817,6 +843,21 @@ class SimpleTaskState(SchedulerState):
 
     def __init__(self, state_path: str) -> None:
         super().__init__(SchedulerConfig(state_path=state_path), system_time)
+
+
+def _new_record(
+    task_id: str, status: str, now: float, retry_policy: TaskRetryPolicy, priority: float, **fields: Any
+) -> TaskRecord:
+    """A task record first known ``now`` (created and updated then)."""
+    return TaskRecord(
+        id=task_id,
+        status=status,
+        created=now,
+        updated=now,
+        retry_policy=retry_policy,
+        priority=priority,
+        **fields,
+    )
 
 
 def rank_key(task: TaskRecord) -> RankKey:

@@ -13,7 +13,7 @@ from luigi.scheduler.model.state import STATUSES, SchedulerState
 from luigi.scheduler.rules.resources import check_resource_amounts
 from luigi.scheduler.rules.transitions import StatusRules
 from luigi.task_history import TaskHistory
-from luigi.task_status import BATCH_RUNNING, DISABLED, DONE, FAILED, PENDING, RUNNING, SUSPENDED, UNKNOWN
+from luigi.task_status import BATCH_RUNNING, DISABLED, DONE, FAILED, PENDING, RUNNING, SUSPENDED
 
 logger = logging.getLogger("luigi.scheduler")
 
@@ -84,6 +84,9 @@ class ReportIntake:
             self.state.add_task_worker(task, reporter.id)  # the record's id: one string for all its tasks
             self.state.mark_runnable(task)
         self.state.recheck(task.id)
+        # Seen again now that the report is applied: a wrapper naming a million dependencies takes a while,
+        # and its worker (whose pings wait meanwhile) must not count as silent for that long.
+        self.state.note_alive(report.worker)
 
     def _task_for(self, report: TaskReport, reporter: WorkerRecord) -> TaskRecord | None:
         """The task to update, created if new; None when the report must be ignored."""
@@ -167,13 +170,14 @@ class ReportIntake:
             state.set_resources(task, report.resources)
         if reporter.enabled and not report.assistant:
             state.add_stakeholder(task, reporter.id)
+            unknown = []
             for dep_id in task.deps:
                 dep = state.tasks.get(dep_id)
                 if dep is None:
-                    dep = state.create_task(
-                        dep_id, UNKNOWN, self.config.retry_policy(), priority=report.priority
-                    )
-                state.add_stakeholder(dep, reporter.id)
+                    unknown.append(dep_id)
+                else:
+                    state.add_stakeholder(dep, reporter.id)
+            state.create_stubs(unknown, self.config.retry_policy(), report.priority, reporter.id)
         self._raise_priority(task, report.priority)
 
     def _raise_priority(self, task: TaskRecord, priority: float) -> None:

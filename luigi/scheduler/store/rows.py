@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
@@ -25,6 +26,7 @@ from luigi.scheduler.model.records import TaskRecord, WorkerRecord
 from luigi.scheduler.model.state import SchedulerState
 from luigi.scheduler.store import codec, schema
 from luigi.scheduler.store.base import CorruptStateError
+from luigi.scheduler.store.runs import TaskRun, group_runs
 
 Row = dict[str, Any]
 T = TypeVar("T")
@@ -70,7 +72,8 @@ class Positions:
         self._of.pop(key, None)
 
 
-JOURNAL_FORMAT = 1
+JOURNAL_FORMAT = 2  # 2: a line may hold ``runs`` (``store.runs``); lines without them are still written as 1
+_READ_FORMATS = (1, JOURNAL_FORMAT)  # a journal left by the version before runs is replayed as it is
 _KEYED = ("tasks", "workers", "resources", "batchers")  # RowChanges' keyed fields, in the order folded
 _SCALARS = (str, int, float, bool, type(None))
 # A task's or worker's field values (``codec.task_values``) followed by its ``seq``: what the journal
@@ -115,14 +118,22 @@ class RowChanges:
     resources: dict[str, Row | None] = field(default_factory=dict)
     batchers: dict[str, list[Row]] = field(default_factory=dict)
     paused: bool | None = None
+    # Tasks journaled as runs of equal rows (``runs``), oldest first; an entry of ``tasks`` for the same
+    # task is always newer (``merge`` keeps it so), so runs are written first and ``tasks`` wins.
+    runs: list[TaskRun] = field(default_factory=list)
 
     def __len__(self) -> int:
         """How many keys (rows or row groups) are changed."""
         keyed = len(self.tasks) + len(self.workers) + len(self.resources) + len(self.batchers)
-        return keyed + (self.paused is not None)
+        return keyed + sum(len(run) for run in self.runs) + (self.paused is not None)
 
     def merge(self, later: RowChanges) -> None:
         """Add ``later``'s changes: a key's later row (or deletion) wins, keys keep their first place."""
+        for run in later.runs:
+            if self.tasks:
+                for task_id in run.ids:
+                    self.tasks.pop(task_id, None)
+            self.runs.append(run)
         self.tasks.update(later.tasks)
         self.workers.update(later.workers)
         self.resources.update(later.resources)
@@ -131,9 +142,16 @@ class RowChanges:
             self.paused = later.paused
 
     def take(self, limit: int) -> RowChanges:
-        """Remove and return the first ``limit`` keys (tasks, then workers, resources, batchers, pause)."""
+        """Remove and return ``limit`` keys: runs' members first (the oldest run's, from its end), then the
+        first keys of tasks, workers, resources, batchers, then the pause flag."""
         taken = RowChanges()
         left = limit
+        while self.runs and left > 0:
+            run = self.runs[0].split_off(left) if len(self.runs[0]) > left else self.runs.pop(0)
+            left -= len(run)
+            kept = run.without(self.tasks)  # a later change of a member is written instead
+            if kept is not None:
+                taken.runs.append(kept)
         for name in _KEYED:
             source: dict[str, Any] = getattr(self, name)
             if left <= 0 or not source:
@@ -152,13 +170,15 @@ class RowChanges:
 
     def to_json(self) -> str:
         """One line of JSON (no newline in it), versioned; TypeError for a value JSON cannot hold."""
-        document: dict[str, Any] = {"v": JOURNAL_FORMAT}
+        document: dict[str, Any] = {"v": JOURNAL_FORMAT if self.runs else 1}
         for name in _KEYED:
             value = getattr(self, name)
             if value:
                 document[name] = value
         if self.paused is not None:
             document["paused"] = self.paused
+        if self.runs:
+            document["runs"] = [run.to_json_value() for run in self.runs]
         return codec.journal_dumps(document)
 
     def task_rows(self) -> dict[str, Row | None]:
@@ -178,9 +198,13 @@ class RowChanges:
             raise CorruptStateError(f"not JSON ({exc})") from None
         if not isinstance(document, dict):
             raise CorruptStateError(f"expected a JSON object, got {_shown(document)}")
-        if document.get("v") != JOURNAL_FORMAT:
-            raise CorruptStateError(f"format version {document.get('v')!r}, expected {JOURNAL_FORMAT}")
-        unknown = set(document) - {"v", "tasks", "workers", "resources", "batchers", "paused"}
+        if document.get("v") not in _READ_FORMATS:
+            raise CorruptStateError(
+                f"format version {document.get('v')!r}, expected at most {JOURNAL_FORMAT}"
+            )
+        if document.get("v") == 1 and "runs" in document:
+            raise CorruptStateError("runs in a line of format version 1")
+        unknown = set(document) - {"v", "tasks", "workers", "resources", "batchers", "paused", "runs"}
         if unknown:
             raise CorruptStateError(f"unknown entries {sorted(unknown)}")
         changes = cls()
@@ -188,6 +212,7 @@ class RowChanges:
         changes.workers = _record_values(_WORKERS, document.get("workers", {}))
         changes.resources = _keyed_rows("resources", schema.resources, "name", document.get("resources", {}))
         changes.batchers = _batcher_lists(document.get("batchers", {}))
+        changes.runs = _task_runs(document.get("runs", []))
         paused = document.get("paused")
         if paused is not None and not isinstance(paused, bool):
             raise CorruptStateError(f"paused is {_shown(paused)}, expected true, false or null")
@@ -218,6 +243,16 @@ def _record_values(kind: _RecordTable, value: Any) -> dict[str, Values | None]:
             raise CorruptStateError(f"{where} has seq {_shown(row['seq'])}, expected an integer")
         kind.decode(row)  # CorruptStateError naming the column that would not load
     return value
+
+
+def _task_runs(value: Any) -> list[TaskRun]:
+    """Journaled runs of equal tasks, each with values making a row that loads (else CorruptStateError)."""
+    if not isinstance(value, list):
+        raise CorruptStateError(f"runs is {_shown(value)}, expected a list of runs")
+    runs = [TaskRun.from_json_value(run) for run in value]
+    for run in runs:
+        _record_values(_TASKS, {run.ids[0]: run.values})
+    return runs
 
 
 def _keyed_rows(name: str, table: Table, key: str, value: Any) -> dict[str, Row | None]:
@@ -277,10 +312,18 @@ class _DriverStatement:
         self.sql = str(compiled)
         positional = compiled.positional
         self.order: tuple[str, ...] | None = tuple(compiled.positiontup or ()) if positional else None
+        # a row's values in that order, as a tuple even for one column
+        order = self.order or ()
+        self._in_order: Callable[[Row], tuple[Any, ...]] = (
+            operator.itemgetter(*order) if len(order) > 1 else lambda row: tuple(row[name] for name in order)
+        )
 
     def run(self, run: Runner, rows: list[dict[str, Any]]) -> None:
-        order = self.order
-        run(self.sql, rows if order is None else [tuple(row[name] for name in order) for row in rows])
+        if self.order is None:
+            run(self.sql, rows)
+        else:
+            in_order = self._in_order
+            run(self.sql, [in_order(row) for row in rows])
 
 
 class _TableWriter:
@@ -428,9 +471,33 @@ class RowStore:
             paused=state.paused if changes.paused else None,
         )
 
+    def compact_rows_for(
+        self, state: SchedulerState, changes: ChangeSet, max_loose: int
+    ) -> RowChanges | None:
+        """``rows_for``, with runs of equal tasks journaled as runs (``store.runs``); None when more than
+        ``max_loose`` tasks are in no run (such a flush is written another way)."""
+        order = self._task_order
+        grouped = group_runs(state.tasks, changes.tasks, order.of, order.forget, max_loose)
+        if grouped is None:
+            return None
+        others = ChangeSet(
+            workers=changes.workers,
+            resources=changes.resources,
+            batchers=changes.batchers,
+            paused=changes.paused,
+        )
+        rows = self.rows_for(state, others)
+        rows.tasks, rows.runs = grouped
+        return rows
+
     def write_rows(self, run: Runner, rows: RowChanges) -> None:
         """Write ``rows`` with ``run``, which executes driver SQL inside the caller's transaction (tasks
-        ``WRITE_CHUNK`` at a time)."""
+        ``WRITE_CHUNK`` at a time; runs first, less the members ``tasks`` has a newer row of)."""
+        for whole in rows.runs:
+            task_run = whole.without(rows.tasks)
+            for start in range(0, len(task_run) if task_run is not None else 0, WRITE_CHUNK):
+                assert task_run is not None
+                self._tasks.put(run, _run_rows(task_run, start, start + WRITE_CHUNK))
         for keys in _chunks(rows.tasks, WRITE_CHUNK):
             self._tasks.apply(run, _TASKS.rows({key: rows.tasks[key] for key in keys}))
         self._workers.apply(run, rows.worker_rows())
@@ -478,6 +545,15 @@ class RowStore:
             for name in names
             if name in state.resources
         ]
+
+
+def _run_rows(run: TaskRun, start: int, stop: int) -> list[Row]:
+    """The rows of a run's members ``start`` to ``stop``: its one row, with each member's id and seq."""
+    template = _TASKS.row(run.values)
+    return [
+        {**template, "id": task_id, "seq": seq}
+        for task_id, seq in zip(run.ids[start:stop], run.seqs[start:stop], strict=True)
+    ]
 
 
 def _read_records(conn: Connection, table: Table, read: codec.RowReader) -> list[Any]:

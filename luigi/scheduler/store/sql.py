@@ -193,13 +193,8 @@ class SqlStore(StateStore):
                         rows.write_everything(conn, state, changes)
                     if self._journal is not None:
                         self._journal.forget()
-                elif self._journal is not None and len(changes.tasks) >= DIRECT_WRITE_KEYS:
-                    self._write_through(state, changes)
                 elif self._journal is not None:
-                    self._journal.record(rows.rows_for(state, changes))
-                    at_cap = self._journal.over_cap()
-                    if at_cap:
-                        self._fold_logged(at_cap)  # a failure loses nothing: the rows are journaled
+                    self._journal_or_write_through(state, changes)
                 else:
                     with conn.begin():
                         self._check_fence(conn)
@@ -279,11 +274,29 @@ class SqlStore(StateStore):
                 "Both files are kept; make the file writable (or stop what holds it) and start again."
             ) from exc
 
+    def _journal_or_write_through(self, state: SchedulerState, changes: ChangeSet) -> None:
+        """Journal a flush's rows (a large one's runs of equal tasks as runs), or write a flush too large
+        for a journal line straight into the file."""
+        journal, row_store = self._journal, self._row_store()
+        assert journal is not None
+        if len(changes.tasks) < DIRECT_WRITE_KEYS:
+            rows: RowChanges | None = row_store.rows_for(state, changes)
+        else:
+            rows = row_store.compact_rows_for(state, changes, max_loose=DIRECT_WRITE_KEYS)
+            if rows is None:
+                self._write_through(state, changes)
+                return
+        assert rows is not None
+        journal.record(rows)
+        at_cap = journal.over_cap()
+        if at_cap:
+            self._fold_logged(at_cap)  # a failure loses nothing: the rows are journaled
+
     def _write_through(self, state: SchedulerState, changes: ChangeSet) -> None:
         """Write a flush too large for a journal line straight into the SQLite file, in one transaction of
         its own, once the journal is folded and emptied (so that no older journaled row can win over it at
         a replay). A wrapper naming a million dependencies makes a million stubs in one call: as a line,
-        that was hundreds of megabytes held at once."""
+        that was hundreds of megabytes held at once (its stubs now go as runs: ``store.runs``)."""
         journal = self._journal
         assert journal is not None
         journal.fold(self._write_rows)

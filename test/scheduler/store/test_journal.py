@@ -162,7 +162,14 @@ def test_changes_survive_their_journal_line_including_non_finite_floats_and_unic
     [
         ('{"v": 1, "tasks": {', "not JSON"),
         ("[1, 2]", "expected a JSON object"),
-        ('{"v": 2}', "format version 2, expected 1"),
+        ('{"v": 3}', "format version 3, expected at most 2"),
+        ('{"v": 1, "runs": []}', "runs in a line of format version 1"),
+        ('{"v": 2, "runs": {}}', "runs is {}, expected a list of runs"),
+        ('{"v": 2, "runs": [{"ids": ["A"]}]}', "expected an object of values and ids"),
+        ('{"v": 2, "runs": [{"values": [1], "ids": [], "first_seq": 0}]}', "expected a list of task ids"),
+        ('{"v": 2, "runs": [{"values": [1], "ids": ["A"]}]}', "expected first_seq or a list of seqs"),
+        ('{"v": 2, "runs": [{"values": [1], "ids": ["A"], "seqs": [1, 2]}]}', "has 1 ids and 2 seqs"),
+        ('{"v": 2, "runs": [{"values": [1], "ids": ["A"], "first_seq": 0}]}', "expected a list of 36 values"),
         ('{"v": 1, "extra": {}}', "unknown entries ['extra']"),
         ('{"v": 1, "tasks": []}', "tasks is [], expected an object of value lists"),
         (
@@ -602,8 +609,10 @@ def test_a_flush_changing_too_many_tasks_for_one_line_goes_straight_into_the_fil
     sch.flush()
     assert journal_file.read_text().count("\n") == 1 and stored_task_ids(state_file) == set()
 
-    # A wrapper naming 60 unknown dependencies and A: 62 tasks change in one flush, A's priority raised.
+    # 60 tasks of their own (no run of equal ones) and a wrapper over them and A, A's priority raised.
     deps = ["A", *(f"D{i}" for i in range(60))]
+    for n, task_id in enumerate(deps[1:]):
+        sch.add_task(worker=WORKER, task_id=task_id, family="D", params={"n": str(n)})
     sch.add_task(worker=WORKER, task_id="Wrapper", deps=deps, priority=5)
     sch.flush()
 
@@ -614,6 +623,75 @@ def test_a_flush_changing_too_many_tasks_for_one_line_goes_straight_into_the_fil
     after = open_scheduler(state_file, clock)
     assert after._state.tasks["A"].priority == 5  # the journal's older row of A did not come back
     assert statuses(after) == statuses(sch)
+
+
+def test_a_wrapper_naming_many_unknown_dependencies_journals_them_as_one_run_that_a_restart_loads(
+    state_file, journal_file, clock, monkeypatch
+):
+    monkeypatch.setattr(sql_module, "DIRECT_WRITE_KEYS", 100)
+    sch = open_scheduler(state_file, clock)
+    deps = [f"Leaf_{n}" for n in range(500)]
+    sch.add_task(worker=WORKER, task_id="Wide", deps=deps, priority=3)
+    sch.flush()
+
+    line = json.loads(journal_file.read_text().splitlines()[-1])
+    assert [len(run["ids"]) for run in line["runs"]] == [500] and list(line["tasks"]) == ["Wide"]
+    after = open_scheduler(state_file, clock)  # `sch` is left open, as after kill -9: a replay
+    assert stored_task_ids(state_file) == {"Wide", *deps}
+    assert statuses(after) == {"Wide": "PENDING", **dict.fromkeys(deps, "UNKNOWN")}
+    assert after.task_list("UNKNOWN", "", limit=False) == sch.task_list("UNKNOWN", "", limit=False)
+    assert list(after._state.tasks) == list(sch._state.tasks)  # the order of the records is kept
+
+
+def test_a_later_change_of_a_task_in_a_journaled_run_wins_at_a_fold_and_at_a_replay(
+    state_file, journal_file, clock, monkeypatch
+):
+    monkeypatch.setattr(sql_module, "DIRECT_WRITE_KEYS", 100)
+    monkeypatch.setattr(journal_module, "PENDING_CAP", 10**9)  # nothing folded before the test asks
+    deps = [f"Leaf_{n}" for n in range(300)]
+
+    def wrapper_then_two_leaves(sch: Scheduler) -> list[str]:
+        sch.add_task(worker=WORKER, task_id="Wide", deps=deps)
+        sch.flush()
+        run_ids = json.loads(journal_file.read_text().splitlines()[-1])["runs"][0]["ids"]
+        sch.add_task(worker=WORKER, task_id=run_ids[-5], family="Leaf", params={"n": "5"})
+        sch.add_task(worker=WORKER, task_id=run_ids[-50], family="Leaf", status="DONE")
+        sch.flush()
+        return run_ids
+
+    sch = open_scheduler(state_file, clock)
+    run_ids = wrapper_then_two_leaves(sch)
+    sch.checkpoint(limit=100)  # 100 of the run (from its end), less the two whose newer rows are pending
+    assert stored_task_ids(state_file) == set(run_ids[-100:]) - {run_ids[-5], run_ids[-50]}
+    sch._store.close()  # folds the rest
+    after = open_scheduler(state_file, clock)
+    assert after.task_list("", "", limit=False) == sch.task_list("", "", limit=False)
+    assert (statuses(after)[run_ids[-5]], statuses(after)[run_ids[-50]]) == ("PENDING", "DONE")
+
+    # The same lines replayed at a start, before any fold (`sch` left open, as after kill -9).
+    journal_file = journal_file.with_name("again.sqlite.journal")
+    sch = open_scheduler(state_file.with_name("again.sqlite"), clock)
+    run_ids = wrapper_then_two_leaves(sch)
+    replayed = open_scheduler(state_file.with_name("again.sqlite"), clock)
+    assert replayed.task_list("", "", limit=False) == sch.task_list("", "", limit=False)
+    assert (statuses(replayed)[run_ids[-5]], statuses(replayed)[run_ids[-50]]) == ("PENDING", "DONE")
+
+
+def test_the_same_wrapper_sent_again_after_a_client_timeout_makes_and_journals_nothing_more(
+    state_file, journal_file, clock
+):
+    sch = open_scheduler(state_file, clock)
+    deps = [f"Leaf_{n}" for n in range(20_000)]
+    sch.add_task(worker=WORKER, task_id="Wide", deps=deps, runnable=False)
+    sch.flush()
+    journaled = journal_file.stat().st_size
+    tasks = dict(sch._state.tasks)
+
+    sch.add_task(worker=WORKER, task_id="Wide", deps=deps, runnable=False)  # the client's resend
+    assert not sch._state.changes  # nothing to write: not even the wrapper's row of 20,000 ids
+    sch.flush()
+    assert journal_file.stat().st_size == journaled
+    assert all(sch._state.tasks[task_id] is task for task_id, task in tasks.items())
 
 
 def test_closing_folds_the_journal_and_a_store_without_a_file_has_no_journal(state_file, journal_file, clock):
