@@ -123,11 +123,19 @@ class CompletionChecker:
         return task, bool(is_complete)
 
     def close(self) -> None:
-        """Stop the pool, abandoning checks nobody will collect."""
-        if self._pool is not None:
+        """Stop the pool: once every answer was collected its processes leave by themselves; checks
+        still out (the walk failed) are abandoned with ``terminate()``."""
+        if self._pool is None:
+            return
+        if self._in_flight == 0:
+            # No SIGTERM here: the pool processes inherit this process's handler (Ray's init installs one
+            # that exits through Python, a user's may not exit at all), and a pool process that outlives
+            # its SIGTERM makes terminate() wait for it for ever.
+            self._pool.close()
+        else:
             self._pool.terminate()
-            self._pool.join()
-            self._pool = None
+        self._pool.join()
+        self._pool = None
 
 
 def _new_pool(processes: int) -> Pool:

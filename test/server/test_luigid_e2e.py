@@ -199,13 +199,20 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
 
 
 def finish(setup: Setup, process: subprocess.Popen, timeout: float = RUN_TIMEOUT) -> int:
-    """The worker's exit code; it is killed, and the test fails with its output, past ``timeout``."""
-    try:
-        return process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        raise AssertionError(f"worker did not finish within {timeout}s:\n{setup.worker_logs()}") from None
+    """The worker's exit code; it is killed, and the test fails with its output, once ``timeout`` seconds
+    pass with no task started by any worker (stuck). A pipeline of thousands of tasks on a loaded machine
+    may take longer than ``timeout`` in all while never stopping."""
+    started = sum(setup.runs().values())
+    while True:
+        try:
+            return process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            started, before = sum(setup.runs().values()), started
+            if started > before:
+                continue
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise AssertionError(f"worker started no task for {timeout}s:\n{setup.worker_logs()}") from None
 
 
 def task_status(url: str, task_id: str) -> str | None:

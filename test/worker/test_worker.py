@@ -206,6 +206,44 @@ def test_parallel_scheduling_reports_the_same_graph(tmp_path):
     assert len(parallel._add_task_history) == 21
 
 
+class Checked(Task):
+    """Complete; defined at module level so that its check goes to a pool process."""
+
+    i = IntParameter()
+
+    def complete(self):
+        return True
+
+
+class SixChecked(Task):
+    def requires(self):
+        return [Checked(i=i) for i in range(6)]
+
+    def complete(self):
+        return False
+
+
+def test_parallel_scheduling_stops_its_pool_under_a_sigterm_handler_that_does_not_exit():
+    # Ray's init installs a SIGTERM handler in the process (one that exits through Python); a user's may
+    # not exit at all. The pool processes inherit it, so stopping them with SIGTERM hung for ever.
+    workers = [Worker(scheduler=Scheduler()) for _ in range(20)]  # each stop a chance to catch it
+    added = threading.Event()
+
+    def add() -> None:
+        for worker in workers:
+            worker.add(SixChecked(), multiprocess=True, processes=2)
+        added.set()
+
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    try:
+        threading.Thread(target=add, daemon=True).start()
+        assert added.wait(60), "the parallel add did not return: its pool processes outlived their stop"
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    for worker in workers:
+        assert [status for _, status, _ in worker._add_task_history] == [PENDING] + [DONE] * 6
+
+
 def test_completion_cache_asks_complete_once_per_task(tmp_path):
     calls = []
 
