@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import shutil
+import socket
 import ssl
 import subprocess
 import sys
@@ -95,6 +96,42 @@ def failing() -> type[Task]:
     return Failing
 
 
+def _unserved_local_address(sock: socket.socket) -> tuple[str, int] | None:
+    """The TCP address ``sock`` holds without listening on it (as a port probed free does), if any."""
+    if sock.fileno() == -1 or sock.family != socket.AF_INET or sock.type != socket.SOCK_STREAM:
+        return None
+    host, port = sock.getsockname()
+    if port == 0 or sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+        return None
+    return host, port
+
+
+@pytest.fixture
+def ports_taken_once_let_go(monkeypatch):
+    """Another server takes each local port a socket lets go of without having served on it, at once: the
+    race that a port probed free, then closed and bound again later, loses on a busy machine."""
+    let_go = socket.socket.close
+    competitors: list[socket.socket] = []
+
+    def close_and_lose_the_port(sock: socket.socket) -> None:
+        address = _unserved_local_address(sock)
+        let_go(sock)
+        if address is not None:
+            competitor = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                competitor.bind(address)
+                competitor.listen()
+                competitors.append(competitor)
+            except OSError:  # the port is not free yet (a connection's end in TIME_WAIT): nothing to take
+                let_go(competitor)
+
+    monkeypatch.setattr(socket.socket, "close", close_and_lose_the_port)
+    yield
+    monkeypatch.undo()
+    for competitor in competitors:
+        competitor.close()
+
+
 # -- delivery -------------------------------------------------------------------------------------------
 
 
@@ -111,6 +148,14 @@ def test_error_email_reaches_receiver_and_additional_recipients(smtp_server):
     assert delivery.body == "it broke"
     assert delivery.message.get_content_type() == "multipart/related"
     assert delivery.message.get_payload()[0].get_content_type() == "text/plain"
+
+
+def test_the_test_smtp_server_never_lets_go_of_its_port_before_it_serves(
+    ports_taken_once_let_go, smtp_server
+):
+    _set("email", "receiver", "ops@example.com")
+    notifications.send_error_email("subject", "delivered although every let-go port was taken")
+    assert smtp_server.only().body == "delivered although every let-go port was taken"
 
 
 def test_additional_recipient_may_be_a_single_string(smtp_server):

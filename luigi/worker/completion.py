@@ -124,18 +124,33 @@ class CompletionChecker:
 
     def close(self) -> None:
         """Stop the pool: once every answer was collected its processes leave by themselves; checks
-        still out (the walk failed) are abandoned with ``terminate()``."""
+        still out (the walk failed) are abandoned by killing the processes that run them.
+
+        Never with SIGTERM: the pool processes inherit this process's handler (Ray's init installs one
+        that exits through Python, a user's may not exit at all), and a pool process that outlives its
+        SIGTERM makes ``terminate()`` wait for it for ever.
+        """
         if self._pool is None:
             return
         if self._in_flight == 0:
-            # No SIGTERM here: the pool processes inherit this process's handler (Ray's init installs one
-            # that exits through Python, a user's may not exit at all), and a pool process that outlives
-            # its SIGTERM makes terminate() wait for it for ever.
             self._pool.close()
         else:
-            self._pool.terminate()
+            _terminate_with_sigkill(self._pool)
         self._pool.join()
         self._pool = None
+
+
+def _terminate_with_sigkill(pool: Pool) -> None:
+    """``pool.terminate()``, its processes stopped with SIGKILL, which no inherited handler can outlive.
+
+    The kill is left to ``terminate()``, which sends it once it holds the pool's queue lock and has stopped
+    replacing processes: a process killed earlier can die holding that lock, and ``terminate()`` then
+    waits for the lock for ever. Left open: a pool process that dies by itself (its check killed it) in the
+    instant between these lines and ``terminate()`` stopping the replacing is replaced by one sent SIGTERM.
+    """
+    for process in pool._pool:  # type: ignore[attr-defined]  # the Process objects; no public accessor
+        process.terminate = process.kill  # what terminate() sends each process in place of SIGTERM
+    pool.terminate()
 
 
 def _new_pool(processes: int) -> Pool:

@@ -67,9 +67,15 @@ class RunChannel:
     async def cancel_reason(self, run_key: str) -> str | None:
         return self._cancels.get(run_key)
 
-    async def forget(self, run_key: str) -> None:
+    async def forget(self, run_key: str, after: Any = None) -> None:
+        """Drop the run's mailbox and cancel reason. ``after``: the reference of a call that must land first
+        (Ray runs this only once it resolved; calls to an async actor may otherwise run out of order)."""
         self._mailboxes.pop(run_key, None)
         self._cancels.pop(run_key, None)
+
+    async def runs_held(self) -> int:
+        """How many runs it holds a mailbox or a cancel reason for: each is forgotten once its run ended."""
+        return len(self._mailboxes.keys() | self._cancels.keys())
 
 
 class RayMailbox:

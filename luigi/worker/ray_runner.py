@@ -51,6 +51,9 @@ class RayRunner(ClusterRunner):
         self._ray = _import_ray()
         self._joined = False  # whether this runner made this process a Ray driver (and leaves at close)
         self._channel: Any = None
+        # Runs in a task slot told to cancel, by id of their handle: the channel holds each one's cancel
+        # reason until its run ends, when it is forgotten there (with the call that posted it).
+        self._cancelled_in_slot: dict[int, tuple[Submitted, Any]] = {}
         self._remote_run: Any = None
         self._reports_thread: threading.Thread | None = None
         self._closing = threading.Event()
@@ -112,7 +115,8 @@ class RayRunner(ClusterRunner):
         """A run in a task slot is told to kill its slot and what it started (as at its deadline); any other
         is force-cancelled (Ray kills its worker process)."""
         if reason is not None and submitted.timeout is not None and self._channel is not None:
-            self._channel.cancel.remote(submitted.run_key, reason)
+            posted = self._channel.cancel.remote(submitted.run_key, reason)
+            self._cancelled_in_slot[id(submitted.handle)] = (submitted, posted)
         else:
             self._ray.cancel(submitted.handle, force=True)
 
@@ -122,6 +126,16 @@ class RayRunner(ClusterRunner):
         if submitted.task.accepts_messages and self._channel is not None:
             self._channel.forget.remote(submitted.run_key)
         return forgotten
+
+    def _take_submitted(self, finished: list[Any]) -> list[Submitted]:
+        """Also forget on the channel the cancel reason of each run cancelled in its slot that has ended
+        (the runner forgot the run when it cancelled it, before the run read the reason)."""
+        for handle in finished:
+            cancelled = self._cancelled_in_slot.pop(id(handle), None)
+            if cancelled is not None and self._channel is not None:
+                submitted, posted = cancelled
+                self._channel.forget.remote(submitted.run_key, after=posted)
+        return super()._take_submitted(finished)
 
     def _result(self, submitted: Submitted) -> RemoteRun | LostRun:
         exceptions = self._ray.exceptions
@@ -147,6 +161,7 @@ class RayRunner(ClusterRunner):
         if self._channel is not None:
             self._ray.kill(self._channel)
             self._channel = None
+        self._cancelled_in_slot.clear()  # their cancel reasons went with the channel
         if self._joined:
             self._ray.shutdown()
             self._joined = False

@@ -1,22 +1,26 @@
 """A real SMTP server for e-mail tests: aiosmtpd on a free localhost port, keeping what it accepts.
 
 ``smtp_on_localhost(**controller_kwargs)`` serves until the block ends and yields its ``Mailbox``; the
-test points ``[smtp] host``/``port`` (or a luigid's config) at ``mailbox.port``.
+test points ``[smtp] host``/``port`` (or a luigid's config) at ``mailbox.port``. The server listens on a
+socket bound to port 0 here, so its port is never free between being chosen and being served (another
+process could take a port probed free and let go).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import email as email_lib
+import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass
 from email.message import Message
 from typing import Any
 
 from aiosmtpd.controller import Controller
 
-from helpers.luigid import free_port, wait_until
+from helpers.luigid import wait_until
 
 
 @dataclass
@@ -77,12 +81,31 @@ class Mailbox:
             return list(self.deliveries)
 
 
+class _BoundSocketController(Controller):
+    """aiosmtpd's Controller serving on a socket bound beforehand (its port is known before it serves)."""
+
+    def __init__(self, handler: Any, bound: socket.socket, **controller_kwargs: Any) -> None:
+        host, port = bound.getsockname()[:2]
+        super().__init__(handler, hostname=host, port=port, **controller_kwargs)
+        self._bound = bound
+
+    def _create_server(self) -> Awaitable[asyncio.AbstractServer]:
+        """aiosmtpd's hook for making the listener: on the bound socket rather than binding host:port."""
+        return self.loop.create_server(self._factory_invoker, sock=self._bound, ssl=self.ssl_context)
+
+
 @contextlib.contextmanager
 def smtp_on_localhost(**controller_kwargs: Any) -> Iterator[Mailbox]:
     """An aiosmtpd server on 127.0.0.1 (keyword arguments go to its Controller) until the block ends."""
     mailbox = Mailbox()
-    controller = Controller(mailbox, hostname="127.0.0.1", port=free_port(), **controller_kwargs)
-    controller.start()
+    bound = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        bound.bind(("127.0.0.1", 0))  # the system picks a free port, held from now until the server stops
+        controller = _BoundSocketController(mailbox, bound, **controller_kwargs)
+        controller.start()
+    except BaseException:
+        bound.close()
+        raise
     mailbox.port = controller.port
     try:
         yield mailbox

@@ -71,6 +71,53 @@ def test_a_task_cancelled_on_ray_fails_at_once_and_its_run_is_killed(
         (tmp_path / "stop").touch()
 
 
+def test_the_channel_forgets_a_run_cancelled_in_its_slot_once_the_run_ends(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    # The cancel reason of a slot run stayed on the channel actor for the life of the worker: one per
+    # cancelled run. A second run keeps the worker going (as a long-lived one does) after the cancel.
+    import ray
+
+    ray_cluster.configure()
+    scheduler = LockedScheduler(Scheduler(retry_delay=0))
+    slot_root, other_root = tmp_path / "slot", tmp_path / "other"
+    slot_root.mkdir()
+    other_root.mkdir()
+    cancelled, other = RunsUntilCancelled(str(slot_root), True), RunsUntilCancelled(str(other_root), False)
+    failures: list[BaseException] = []
+
+    def started(root: Path, timed: bool) -> int:
+        pids = root / f"pids-{timed}"
+        wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 2, 60, f"the run in {root}")
+        return int(pids.read_text().split()[0])
+
+    def cancel_then_count_the_channels_runs(worker: Worker) -> None:
+        try:
+            slot_pid = started(slot_root, True)
+            started(other_root, False)
+            assert scheduler.cancel_task(cancelled.task_id)["cancel_requested"] is True
+            wait_until(lambda: not pid_alive(slot_pid), 30, "the slot, told why it is cancelled, to die")
+            channel = worker._runner._channel
+            wait_until(lambda: ray.get(channel.runs_held.remote()) == 0, 30, "the channel to hold no run")
+        except BaseException as exc:  # handed to the test's thread, which asserts on it
+            failures.append(exc)
+        finally:
+            (other_root / "stop").touch()
+
+    try:
+        with Worker(scheduler=scheduler, worker_processes=2, ping_interval=0.1, wait_interval=0.1) as worker:
+            worker.add(cancelled)
+            worker.add(other)
+            canceller = threading.Thread(target=cancel_then_count_the_channels_runs, args=(worker,))
+            canceller.start()
+            assert worker.run() is False
+            canceller.join()
+        assert failures == []
+    finally:
+        (slot_root / "stop").touch()
+        (other_root / "stop").touch()
+
+
 def test_a_ray_worker_killed_mid_task_fails_that_task_which_is_retried_and_the_pipeline_completes(
     ray_cluster: RayCluster, tmp_path: Path
 ) -> None:

@@ -9,15 +9,16 @@ a process pool.
 
 from __future__ import annotations
 
-import email
 import logging
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiosmtpd.controller import Controller
+from helpers.luigid import free_port
+from helpers.smtp_server import Mailbox, smtp_on_localhost
 
 import luigi
 from luigi import configuration
@@ -31,35 +32,17 @@ from luigi.worker import TaskException, Worker
 HOST = socket.gethostname()
 
 
-class Mailbox:
-    """aiosmtpd handler keeping the subject and text of every message it accepts."""
-
-    def __init__(self) -> None:
-        self.messages: list[tuple[str, str]] = []
-
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        message = email.message_from_bytes(envelope.content)
-        text = message.get_payload()[0].get_payload(decode=True).decode("utf-8")
-        self.messages.append((str(message["Subject"]), text))
-        return "250 OK"
-
-    def subjects(self) -> list[str]:
-        return [subject for subject, _ in self.messages]
-
-
 @pytest.fixture
-def mailbox():
+def mailbox() -> Iterator[Mailbox]:
     """A real SMTP server on localhost, with ``[email]`` and ``[smtp]`` pointing at it."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    box = Mailbox()
-    controller = Controller(box, hostname="127.0.0.1", port=port)
-    controller.start()
-    set_config("smtp", host="127.0.0.1", port=str(port))
-    set_config("email", receiver="ops@example.com", force_send="true", sender="luigi@example.com")
-    yield box
-    controller.stop()
+    with smtp_on_localhost() as box:
+        set_config("smtp", host="127.0.0.1", port=str(box.port))
+        set_config("email", receiver="ops@example.com", force_send="true", sender="luigi@example.com")
+        yield box
+
+
+def subjects(box: Mailbox) -> list[str]:
+    return [delivery.subject for delivery in box.deliveries]
 
 
 def set_config(section: str, **options: str) -> None:
@@ -77,7 +60,7 @@ class RecordingScheduler(Scheduler):
         self._fail_announcing = fail_announcing
 
     def announce_scheduling_failure(self, **kwargs: Any) -> None:
-        self.announced.append((kwargs, len(self._mailbox.messages) if self._mailbox else 0))
+        self.announced.append((kwargs, len(self._mailbox.deliveries) if self._mailbox else 0))
         if self._fail_announcing:
             raise RuntimeError("the scheduler cannot take the announcement")
         super().announce_scheduling_failure(**kwargs)
@@ -157,7 +140,8 @@ def test_a_failing_complete_is_announced_to_the_scheduler_before_the_failed_sche
         "owners": ["owner@example.com"],
     }
     assert "ValueError: complete() is broken" in announced["expl"]
-    [(subject, text)] = mailbox.messages
+    [delivery] = mailbox.deliveries
+    subject, text = delivery.subject, delivery.body
     assert subject == f"Luigi: BrokenComplete(day=monday) failed scheduling. Host: {HOST}"
     headline = "Will not run BrokenComplete(day=monday) or any dependencies due to error in complete() method"
     assert headline in text
@@ -169,14 +153,14 @@ def test_a_complete_returning_a_non_bool_is_a_scheduling_failure_with_luigis_mes
     assert result.status == luigi.LuigiStatusCode.SCHEDULING_FAILED
     [(announced, _)] = scheduler.announced
     assert "Return value of Task.complete() must be boolean (was 'yes')" in announced["expl"]
-    assert "Return value of Task.complete() must be boolean (was 'yes')" in mailbox.messages[0][1]
+    assert "Return value of Task.complete() must be boolean (was 'yes')" in mailbox.deliveries[0].body
 
 
 def test_without_failure_emails_the_failure_is_still_announced_but_not_mailed(mailbox):
     set_config("worker", send_failure_email="false")
     scheduler = RecordingScheduler(mailbox)
     build([BrokenComplete()], worker_scheduler_factory=Factory(scheduler))
-    assert len(scheduler.announced) == 1 and mailbox.messages == []
+    assert len(scheduler.announced) == 1 and mailbox.deliveries == []
 
 
 def test_a_scheduler_that_fails_the_announcement_gets_framework_error_mails_and_add_raises(mailbox):
@@ -188,17 +172,15 @@ def test_a_scheduler_that_fails_the_announcement_gets_framework_error_mails_and_
         build([BrokenComplete()], worker_scheduler_factory=Factory(scheduler))
     subject = f"Luigi: Framework error while scheduling BrokenComplete(day=monday). Host: {HOST}"
     # one from the failed announcement, one from add() as the error leaves it
-    assert mailbox.subjects() == [subject, subject]
-    assert all(text.startswith("Luigi framework error") for _, text in mailbox.messages)
+    assert subjects(mailbox) == [subject, subject]
+    assert all(delivery.body.startswith("Luigi framework error") for delivery in mailbox.deliveries)
     assert broken == [(BrokenComplete(), "the scheduler cannot take the announcement")]
 
 
 def test_an_unreachable_scheduler_while_adding_is_logged_mailed_as_a_framework_error_and_raised(
     mailbox, caplog
 ):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        closed_port = probe.getsockname()[1]  # nothing listens there once the probe is closed
+    closed_port = free_port()  # nothing listens there
     set_config("core", rpc_retry_attempts="1", rpc_retry_wait="0")
     set_config("worker", scheduler_unreachable_timeout="0", send_failure_email="false")
 
@@ -209,7 +191,7 @@ def test_an_unreachable_scheduler_while_adding_is_logged_mailed_as_a_framework_e
     with caplog.at_level(logging.ERROR, logger="luigi-interface"), pytest.raises(RPCError):
         luigi.build([Anything()], scheduler_url=f"http://127.0.0.1:{closed_port}/", log_level="WARNING")
     assert "Luigi unexpected framework error while scheduling Anything()" in caplog.messages
-    assert mailbox.subjects() == [f"Luigi: Framework error while scheduling Anything(). Host: {HOST}"]
+    assert subjects(mailbox) == [f"Luigi: Framework error while scheduling Anything(). Host: {HOST}"]
 
 
 # -- complete() checks in a process pool ---------------------------------------------------------------------

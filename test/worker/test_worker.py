@@ -6,12 +6,15 @@ to the test directly.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
+from helpers.luigid import wait_until
 
 from luigi import configuration, interface, notifications
 from luigi.event import Event
@@ -21,7 +24,7 @@ from luigi.parameter import IntParameter, Parameter
 from luigi.scheduler import Scheduler
 from luigi.task import DynamicRequirements, ExternalTask, Task, WrapperTask
 from luigi.task_status import DONE, FAILED, PENDING, UNKNOWN
-from luigi.worker import Worker
+from luigi.worker import TaskException, Worker
 
 
 @pytest.fixture
@@ -223,25 +226,88 @@ class SixChecked(Task):
         return False
 
 
+def raised_under_a_sigterm_handler_that_does_not_exit(add: Callable[[], None]) -> list[BaseException]:
+    """Runs ``add`` in a thread while SIGTERM's handler returns without exiting; what it raised, if anything.
+
+    Ray's init installs a SIGTERM handler in the process (one that exits through Python); a user's may not
+    exit at all. Pool processes inherit it, so a pool stopped with SIGTERM waits for them for ever: the
+    add must still return.
+    """
+    raised: list[BaseException] = []
+    returned = threading.Event()
+
+    def run() -> None:
+        try:
+            add()
+        except BaseException as exc:  # handed to the test thread, which asserts on it
+            raised.append(exc)
+        returned.set()
+
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    try:
+        threading.Thread(target=run, daemon=True).start()
+        assert returned.wait(60), "the parallel add did not return: its pool processes outlived their stop"
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return raised
+
+
 def test_parallel_scheduling_stops_its_pool_under_a_sigterm_handler_that_does_not_exit():
-    # Ray's init installs a SIGTERM handler in the process (one that exits through Python); a user's may
-    # not exit at all. The pool processes inherit it, so stopping them with SIGTERM hung for ever.
     workers = [Worker(scheduler=Scheduler()) for _ in range(20)]  # each stop a chance to catch it
-    added = threading.Event()
 
     def add() -> None:
         for worker in workers:
             worker.add(SixChecked(), multiprocess=True, processes=2)
-        added.set()
 
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
-    try:
-        threading.Thread(target=add, daemon=True).start()
-        assert added.wait(60), "the parallel add did not return: its pool processes outlived their stop"
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    assert raised_under_a_sigterm_handler_that_does_not_exit(add) == []
     for worker in workers:
         assert [status for _, status, _ in worker._add_task_history] == [PENDING] + [DONE] * 6
+
+
+class CheckedSlowly(Task):
+    """Its check, in a pool process, says it started (touches ``started``) and then outlasts any walk."""
+
+    started = Parameter()
+
+    def complete(self):
+        open(self.started, "w").close()
+        threading.Event().wait(600)  # a check still out when the walk fails; the pool stop ends it
+        return True
+
+
+class RequiresANonTask(Task):
+    """Fails the walk (requires() returns a non-task) once ``CheckedSlowly``'s check is in a pool process."""
+
+    started = Parameter()
+
+    def complete(self):
+        return False
+
+    def requires(self):
+        wait_until(lambda: os.path.exists(self.started), what="the slow check to start in a pool process")
+        return ["not a task"]
+
+
+class FailsWhileChecking(WrapperTask):
+    started = Parameter()
+
+    def requires(self):
+        return [RequiresANonTask(started=self.started), CheckedSlowly(started=self.started)]
+
+
+def test_a_parallel_add_failing_with_checks_in_flight_stops_its_pool_under_a_sigterm_handler_not_exiting(
+    tmp_path,
+):
+    # The walk fails while a pool process is inside complete(): abandoning that check must not wait on it.
+    def add() -> None:
+        Worker(scheduler=Scheduler()).add(
+            FailsWhileChecking(started=str(tmp_path / "started")), multiprocess=True, processes=2
+        )
+
+    raised = raised_under_a_sigterm_handler_that_does_not_exit(add)
+    assert [type(exc) for exc in raised] == [TaskException]
+    assert "must return Task objects" in str(raised[0])
+    assert not [child for child in multiprocessing.active_children() if "PoolWorker" in child.name]
 
 
 def test_completion_cache_asks_complete_once_per_task(tmp_path):
