@@ -6,9 +6,11 @@ by reference (``luigi.worker.remote_task``), or pickled with a warning when it c
 progress reports and its events come back on the run's channel into ``_wakeups``: reports go on to the
 scheduler through the worker's status reporter, events are fired on the worker's own task object, so event
 handlers registered in the worker process see them as the task fires them (the few that carry more than
-plain data come with the outcome). A task with a timeout runs on the cluster's worker in a forked task
-slot, killed with everything it started when the deadline passes; a run its cluster worker did not report
-by the deadline and a grace is cancelled here. A cluster worker that dies mid-task fails the task (the
+plain data come with the outcome). They are applied in the order the run sent them (by their ``seq``),
+whatever order the transport delivered them in, and all of them before the run's outcome. A task with a
+timeout runs on the cluster's worker in a forked task slot, killed with everything it started when the
+deadline passes; a run its cluster worker did not report by the deadline and a grace is cancelled here.
+A cluster worker that dies mid-task fails the task (the
 scheduler's retry rules apply); a run is reported DONE only from the outcome its own run returned.
 
 A subclass supplies the cluster's transport: ``_submit``, ``_post_message``, ``_stop``, ``_result``,
@@ -23,7 +25,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from luigi.event import Event
@@ -45,7 +47,7 @@ logger = logging.getLogger("luigi-interface")
 
 # After a task's deadline, how long its cluster worker has to report the timed-out run before it is cancelled.
 TIMEOUT_GRACE_SECONDS = 10.0
-# How long an ended run's outcome waits for the events its task sent live and that are still on their way.
+# How long an ended run's outcome waits for the reports and events its task sent live, still on their way.
 LIVE_EVENTS_GRACE_SECONDS = 5.0
 
 
@@ -59,7 +61,8 @@ class Submitted:
     reporter: TaskStatusReporter
     timeout: float | None
     deadline: float | None  # wall clock, as the cluster's worker keeps it
-    live_events: int = 0  # events received on the channel
+    applied: int = 0  # messages of the channel applied, in their order: the next to apply is ``seq`` applied
+    early: dict[int, dict[str, Any]] = field(default_factory=dict)  # arrived before one sent earlier
     messages: Any = None  # the cluster's carrier of the run's scheduler messages, made at the first one
 
 
@@ -184,12 +187,22 @@ class ClusterRunner:
         # ("cancel": only wakes the wait; ``collect`` cancels the run)
 
     def _apply_report(self, report: Any) -> None:
-        """Apply a report or fire an event the run sent live; what is not of a running run is dropped."""
+        """Apply, in the order the run sent them, its reports and live events; what is not of a running run
+        is dropped."""
         submitted = self._running.get(str(report.get("task_id"))) if isinstance(report, dict) else None
         if submitted is None or report.get("run") != submitted.run_key:
             return  # of a task that has ended, or of an earlier run of it
+        seq = report.get("seq")
+        if not isinstance(seq, int) or seq < submitted.applied:
+            return  # not one the channel numbered, or one applied already
+        submitted.early[seq] = report
+        while submitted.applied in submitted.early:
+            self._apply_in_order(submitted, submitted.early.pop(submitted.applied))
+            submitted.applied += 1
+
+    def _apply_in_order(self, submitted: Submitted, report: dict[str, Any]) -> None:
+        """Forward a report to the scheduler, or fire an event on the worker's task."""
         if report.get("kind") == EVENT:
-            submitted.live_events += 1
             self._fire(
                 submitted.task, str(report.get("event")), report.get("args", []), report.get("task_at", [])
             )
@@ -265,7 +278,7 @@ class ClusterRunner:
         remote = self._result(submitted)
         if isinstance(remote, LostRun):
             return self._outcome_of_lost_run(task, remote)
-        self._await_live_events(submitted, remote.live_events)
+        self._await_live_messages(submitted, remote.sent)
         for event, args in remote.events:
             task.trigger_event(event, *(task if isinstance(arg, TheTask) else arg for arg in args))
         return remote.outcome
@@ -284,22 +297,23 @@ class ClusterRunner:
         task.trigger_event(Event.FAILURE, task, lost.error)
         return TaskOutcome(task.task_id, FAILED, message)
 
-    def _await_live_events(self, submitted: Submitted, expected: int) -> None:
-        """Take the channel's messages until the run's live events have all arrived (or a grace passed)."""
-        self._running[submitted.task.task_id] = submitted  # so that its late events still apply
+    def _await_live_messages(self, submitted: Submitted, expected: int) -> None:
+        """Take the channel's messages until the run's reports and live events have all been applied (or a
+        grace passed)."""
+        self._running[submitted.task.task_id] = submitted  # so that its late messages still apply
         give_up = time.monotonic() + LIVE_EVENTS_GRACE_SECONDS
         try:
-            while submitted.live_events < expected and time.monotonic() < give_up:
+            while submitted.applied < expected and time.monotonic() < give_up:
                 try:
                     self._take(self._wakeups.get(timeout=max(0.0, give_up - time.monotonic())))
                 except queue.Empty:
                     break
         finally:
             del self._running[submitted.task.task_id]
-        if submitted.live_events < expected:
+        if submitted.applied < expected:
             logger.warning(
-                "%d event(s) of %s did not arrive from the cluster",
-                expected - submitted.live_events,
+                "%d report(s) or event(s) of %s did not arrive from the cluster",
+                expected - submitted.applied,
                 submitted.task,
             )
 

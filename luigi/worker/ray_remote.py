@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import queue
+import threading
 from typing import Any
 
 from luigi.worker.remote_run import EventChannel, RemoteRun, run_remote
@@ -32,8 +33,9 @@ class RunChannel:
         self._mailboxes: dict[str, asyncio.Queue[dict[str, Any]]] = {}
         self._cancels: dict[str, str] = {}
 
-    async def report(self, message: dict[str, Any]) -> None:
-        self._reports.put_nowait(message)
+    async def report(self, messages: list[dict[str, Any]]) -> None:
+        for message in messages:
+            self._reports.put_nowait(message)
 
     async def take_reports(self, timeout: float) -> list[dict[str, Any]]:
         """Every report waiting; if none, the first to arrive within ``timeout`` seconds (or none)."""
@@ -76,6 +78,36 @@ class RunChannel:
     async def runs_held(self) -> int:
         """How many runs it holds a mailbox or a cancel reason for: each is forgotten once its run ended."""
         return len(self._mailboxes.keys() | self._cancels.keys())
+
+
+class _Sender:
+    """Sends a run's reports and live events to the channel from a thread, without waiting for the channel
+    to take them: those that wait together go in one call (an actor call costs both ends CPU)."""
+
+    def __init__(self, channel: Any) -> None:
+        self._channel = channel
+        self._waiting: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._send_all, name="luigi-ray-sender", daemon=True)
+        self._thread.start()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self._waiting.put(message)
+
+    def close(self) -> None:
+        """Send what waits, then stop (the run ends once all its messages are on their way)."""
+        self._waiting.put(None)
+        self._thread.join()
+
+    def _send_all(self) -> None:
+        ended = False
+        while not ended:
+            batch = [self._waiting.get()]
+            while not self._waiting.empty():
+                batch.append(self._waiting.get_nowait())
+            ended = batch[-1] is None  # close() puts the last one
+            messages = [message for message in batch if message is not None]
+            if messages:
+                self._channel.report.remote(messages)
 
 
 class RayMailbox:
@@ -121,12 +153,17 @@ def run_on_ray_worker(
     import ray
 
     task = task_of(payload)
-    # Each report waits until the channel has it: an async actor may run calls out of their order.
-    events = EventChannel(lambda message: ray.get(channel.report.remote(message)), run_key, task)
+    # Sent without waiting for the channel to take each: the luigi worker puts them back in order by ``seq``
+    # (an async actor may run calls out of their order) and waits for them all before the outcome.
+    sender = _Sender(channel)
+    events = EventChannel(sender.send, run_key, task)
     mailbox = RayMailbox(channel, run_key) if task.accepts_messages else None
 
     def cancel_reason() -> str | None:
         reason: str | None = ray.get(channel.cancel_reason.remote(run_key))
         return reason
 
-    return run_remote(task, options, events, mailbox, timeout, deadline, cancel_reason)
+    try:
+        return run_remote(task, options, events, mailbox, timeout, deadline, cancel_reason)
+    finally:
+        sender.close()

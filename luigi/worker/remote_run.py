@@ -4,6 +4,8 @@
 timeout) and sends back to the luigi worker, on the run's channel, while it runs:
 - its progress reports (``set_status_message``, ``set_progress_percentage``, message responses, ...);
 - the events it fires (START, PROCESSING_TIME, ...), as long as their arguments travel as plain data.
+Each message on the channel carries its number in the run (``seq``): a transport may deliver them out of
+order (Ray's async actor) and need not wait for each, since the luigi worker applies them in their order.
 From the first event that does not (a FAILURE carrying its exception), events are kept in order and sent
 back with the outcome in ``RemoteRun``, so the luigi worker fires every event once, in the order fired.
 Scheduler messages for a task that accepts them arrive in the run's ``Mailbox``; an operator's cancel of a
@@ -49,13 +51,14 @@ class RemoteRun:
     """What a remote run sends back: the outcome, the events not sent live (in order), and counts.
 
     An event's arguments name the task as a ``TheTask``; an argument that does not pickle comes as its repr.
-    ``live_events`` says how many events went on the channel, so the luigi worker can wait for them all.
+    ``sent`` says how many messages (reports and live events) went on the channel, so the luigi worker can
+    wait for them all.
     """
 
     outcome: TaskOutcome
     events: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
     pid: int = 0
-    live_events: int = 0
+    sent: int = 0
 
 
 class TheTask:
@@ -96,14 +99,14 @@ def _portable(value: Any) -> Any:
 
 class EventChannel:
     """The luigi worker's end of one run, seen from the cluster's worker: ``send`` carries each report and
-    live event there (tagged with the task and the run)."""
+    live event there (tagged with the task, the run and its number in the run, ``seq``)."""
 
     def __init__(self, send: Callable[[dict[str, Any]], None], run_key: str, task: Task) -> None:
         self._send_out = send
         self._run_key = run_key
         self.task = task
         self.kept: list[tuple[str, tuple[Any, ...]]] = []
-        self.live = 0
+        self.sent = 0
 
     def send_report(self, name: str, args: list[Any]) -> None:
         """Forward a progress report of the task."""
@@ -115,14 +118,14 @@ class EventChannel:
         plain = [None if index in at_task else arg for index, arg in enumerate(args)]
         if not self.kept and is_plain(plain):
             self._send({"kind": EVENT, "event": event, "args": plain, "task_at": at_task})
-            self.live += 1
         else:
             self.kept.append(
                 (event, tuple(TheTask() if i in at_task else _portable(a) for i, a in enumerate(args)))
             )
 
     def _send(self, message: dict[str, Any]) -> None:
-        self._send_out({"task_id": self.task.task_id, "run": self._run_key, **message})
+        seq, self.sent = self.sent, self.sent + 1
+        self._send_out({"task_id": self.task.task_id, "run": self._run_key, "seq": seq, **message})
 
 
 class ForwardingReporter:
@@ -208,7 +211,7 @@ def run_remote(
     finally:
         if mailbox is not None:
             mailbox.close()
-    return RemoteRun(outcome, channel.kept, os.getpid(), channel.live)
+    return RemoteRun(outcome, channel.kept, os.getpid(), channel.sent)
 
 
 def _run_in_slot(

@@ -11,7 +11,7 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import pytest
 from helpers.dask_tasks import (
@@ -30,6 +30,9 @@ from luigi.scheduler import Scheduler
 from luigi.task import Task
 from luigi.task_status import DONE, RUNNING
 from luigi.worker import Worker
+from luigi.worker.cluster_runner import ClusterRunner, Submitted
+from luigi.worker.remote_run import EVENT, REPORT, RemoteRun
+from luigi.worker.task_process import TaskOutcome, TaskRunOptions
 
 pytest_plugins = ["helpers.dask_cluster", "helpers.ray_cluster"]
 
@@ -180,3 +183,75 @@ def test_a_task_past_its_timeout_fails_and_its_work_on_the_cluster_worker_is_kil
     wait_until(lambda: not pid_alive(sleeper), 10, "the timed-out task's process to be killed")
     assert cluster.workers_alive()
     assert [name for name, _ in seen] == [Event.TIMEOUT]
+
+
+class _Numbered(Task):
+    """A task whose run's channel messages a test delivers by hand, in any order."""
+
+
+class _DeliversOutOfOrder(ClusterRunner):
+    """A cluster whose channel delivers a run's messages in the order a test says; some only once the run's
+    outcome is asked for (after its end was seen), as a transport without ordering may."""
+
+    def __init__(self, scheduler: Any, early: list[dict[str, Any]], late: list[dict[str, Any]]) -> None:
+        super().__init__(scheduler, TaskRunOptions(worker_id="w"), lambda task_id: None)
+        self._early, self._late = early, late
+        self.run_key = ""
+
+    def _submit(self, payload: Any, options: Any, run_key: str, timeout: Any, deadline: Any) -> Any:
+        self.run_key = run_key
+        return object()
+
+    def deliver_run(self, handle: Any) -> None:
+        for message in self._early:
+            self._wakeups.put(("report", {**message, "run": self.run_key}))
+        self._wakeups.put(("done", handle))
+
+    def _result(self, submitted: Submitted) -> RemoteRun:
+        for message in self._late:
+            self._wakeups.put(("report", {**message, "run": self.run_key}))
+        outcome = TaskOutcome(submitted.task.task_id, DONE, "")
+        return RemoteRun(outcome, sent=len({message["seq"] for message in self._early + self._late}))
+
+
+def test_a_runs_reports_and_events_apply_in_the_order_it_sent_them_whatever_order_they_arrive_in() -> None:
+    task = _Numbered()
+    said: list[tuple[str, str]] = []
+
+    class Recorder:
+        def set_task_status_message(self, task_id: str, message: str) -> None:
+            said.append(("status", message))
+
+    def number(seq: int, **message: Any) -> dict[str, Any]:
+        return {"task_id": task.task_id, "seq": seq, **message}
+
+    def event(seq: int, name: str) -> dict[str, Any]:
+        return number(seq, kind=EVENT, event=name, args=[None], task_at=[0])
+
+    def status(seq: int, text: str) -> dict[str, Any]:
+        return number(seq, kind=REPORT, report="update_status_message", args=[text])
+
+    early = [status(3, "last"), event(1, "custom.second")]
+    late = [event(4, "custom.fifth"), event(0, "custom.first"), status(2, "third")]
+    runner = _DeliversOutOfOrder(Recorder(), early, late)
+    handlers = {name: (lambda *args, _name=name: said.append(("event", _name))) for name in EVENT_NAMES}
+    for name, handler in handlers.items():
+        _Numbered.event_handler(name)(handler)
+    try:
+        runner.start(task, None)
+        runner.deliver_run(runner._running[task.task_id].handle)
+        outcomes = runner.collect()
+    finally:
+        for name, handler in handlers.items():
+            _Numbered.remove_event_handler(name, handler)
+    assert [outcome.status for outcome in outcomes] == [DONE]
+    assert said == [
+        ("event", "custom.first"),
+        ("event", "custom.second"),
+        ("status", "third"),
+        ("status", "last"),
+        ("event", "custom.fifth"),
+    ]
+
+
+EVENT_NAMES = ("custom.first", "custom.second", "custom.fifth")
