@@ -7,7 +7,6 @@ column, collections and free-form values are JSON text. JSON has no infinity, so
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import math
@@ -125,10 +124,12 @@ def loads(text: str) -> Any:
     tagged = _FLOAT_TAG in text
     # json.loads's Python layers cost more than parsing a row's small text: call its C scanner, and
     # leave to json.loads what the scanner does not take whole (spaces around it, damage: it names it)
-    with contextlib.suppress(ValueError, StopIteration):
+    try:
         value, end = (_SCAN_TAGGED if tagged else _SCAN)(text, 0)
         if end == len(text):
             return value
+    except (ValueError, StopIteration):
+        pass
     if tagged:
         return json.loads(text, object_hook=_untag)
     return json.loads(text)

@@ -564,39 +564,43 @@ def _read_records(conn: Connection, table: Table, read: codec.RowReader) -> list
     """Every row of ``table`` in ``seq`` order, decoded by ``read`` (rows that would not load skipped).
 
     Rows are read on the driver's own cursor (SQLAlchemy's per-row handling cost more than the rest of
-    reading one) a slice at a time, decoded a column at a time, and put in ``seq`` order here: the
-    database's ``ORDER BY`` sorted whole rows on an unindexed column, a third of SQLite's read.
+    reading one) a slice at a time, decoded a column at a time, and put in ``seq`` order here, when they
+    are not in it already: the database's ``ORDER BY`` sorted whole rows on an unindexed column, a
+    third of SQLite's read.
     """
     query = select(*(table.c[name] for name in read.names), table.c.seq)
+    records: list[Any] = []
+    seqs: list[float] = []
     cursor = conn.connection.cursor()
     try:
         cursor.execute(str(query.compile(dialect=conn.dialect)))
-        placed: list[tuple[float, Any]] = []
         while rows := cursor.fetchmany(READ_CHUNK):
-            placed.extend(_decoded(read, rows))
+            _read_slice(read, rows, records, seqs)
     finally:
         cursor.close()
-    placed.sort(key=_SEQ)
-    return [record for _, record in placed]
+    if all(map(operator.le, seqs, islice(seqs, 1, None))):
+        return records
+    return [records[n] for n in sorted(range(len(seqs)), key=seqs.__getitem__)]
 
 
-_SEQ = operator.itemgetter(0)
-
-
-def _decoded(read: codec.RowReader, rows: Sequence[Sequence[Any]]) -> Iterable[tuple[float, Any]]:
-    """Each row's ``seq`` with its record: a slice of rows at once, or (when some row in it does not
-    load, or has no integer ``seq``) row by row, skipping what does not load with an error naming it."""
-    seqs = [row[-1] for row in rows]
-    if all(type(seq) is int for seq in seqs):
+def _read_slice(
+    read: codec.RowReader, rows: Sequence[Sequence[Any]], records: list[Any], seqs: list[float]
+) -> None:
+    """Add a slice of rows' records and ``seq``s: decoded at once, or (when some row in it does not load,
+    or has no integer ``seq``) row by row, leaving out what does not load with an error naming it."""
+    slice_seqs = [row[-1] for row in rows]
+    if all(type(seq) is int for seq in slice_seqs):
         try:
-            return zip(seqs, read.records([row[:-1] for row in rows]), strict=True)
+            records.extend(read.records([row[:-1] for row in rows]))
+            seqs.extend(slice_seqs)
+            return
         except (ValueError, TypeError):
             pass  # some row is damaged: the rows are read one by one below, which names it
-    return [
-        (seq if type(seq) in (int, float) else math.inf, record)  # a damaged seq: the record goes last
-        for seq, row in zip(seqs, rows, strict=True)
-        if (record := _loaded(read, row[:-1])) is not None
-    ]
+    for seq, row in zip(slice_seqs, rows, strict=True):
+        record = _loaded(read, row[:-1])
+        if record is not None:
+            records.append(record)
+            seqs.append(seq if type(seq) in (int, float) else math.inf)  # a damaged seq: it goes last
 
 
 def _loaded(decode: Callable[..., T], *row: Any) -> T | None:
