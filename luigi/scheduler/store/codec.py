@@ -387,10 +387,11 @@ class RowReader:
 
     def records(self, rows: Sequence[Sequence[Any]]) -> list[Any]:
         """The records of a slice of rows, decoded a column at a time (a Python call per distinct
-        value at most, none for a column of plain texts or numbers); ValueError or TypeError when some
-        row does not decode (``__call__`` then names it)."""
+        value at most, none for a column of plain texts or numbers); columns past the fields (a
+        table's ``seq``) are left alone. ValueError or TypeError when some row does not decode
+        (``__call__`` then names it)."""
         columns = zip(*rows, strict=True)
-        values = [decode(column) for decode, column in zip(self._columns, columns, strict=True)]
+        values = [decode(column) for decode, column in zip(self._columns, columns, strict=False)]
         return list(map(self._make, *values))
 
 

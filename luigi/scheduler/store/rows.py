@@ -591,7 +591,7 @@ def _read_slice(
     slice_seqs = [row[-1] for row in rows]
     if all(type(seq) is int for seq in slice_seqs):
         try:
-            records.extend(read.records([row[:-1] for row in rows]))
+            records.extend(read.records(rows))
             seqs.extend(slice_seqs)
             return
         except (ValueError, TypeError):
