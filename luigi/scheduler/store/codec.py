@@ -397,6 +397,7 @@ class RowReader:
 
 ColumnDecoder = Callable[[Sequence[Any]], Sequence[Any]]
 _TEXT_TYPES: frozenset[type] = frozenset({str})
+_TEXT_OR_NULL: frozenset[type] = frozenset({str, type(None)})
 _NUMBER_TYPES: frozenset[type] = frozenset({int, float})
 _NUMBER_OR_NONE_TYPES: frozenset[type] = frozenset({int, float, type(None)})
 
@@ -412,7 +413,7 @@ def _column_decoder(kind: str, step: Decoder) -> ColumnDecoder:
         return lambda column: _of_types(column, allowed, "a number")
     if kind == "params":
         return _params_column
-    return lambda column: list(map(step, column))
+    return lambda column: _through(step, column)
 
 
 def _of_types(column: Sequence[Any], allowed: frozenset[type], expected: str) -> Sequence[Any]:
@@ -420,6 +421,18 @@ def _of_types(column: Sequence[Any], allowed: frozenset[type], expected: str) ->
     if not allowed.issuperset(map(type, column)):
         raise ValueError(f"a value is not {expected}")
     return column
+
+
+def _through(step: Decoder, column: Sequence[Any]) -> list[Any]:
+    """Each value of ``column`` decoded by ``step``; a column of one text or NULL (most are: a status, a
+    family, a policy) whose value cannot be changed in place is decoded once, without a lookup per row
+    (texts only: a number equals numbers of other types, which may not decode alike)."""
+    raw = column[0]
+    if type(raw) in _TEXT_OR_NULL and column.count(raw) == len(column):
+        first = step(raw)
+        if type(first) in _IMMUTABLE:
+            return [first] * len(column)
+    return list(map(step, column))
 
 
 def _params_column(column: Sequence[Any]) -> list[dict[str, Any]]:

@@ -202,3 +202,21 @@ def test_a_column_of_the_wrong_type_refuses_the_slice_and_the_row_names_it(colum
         read.records(rows)
     with pytest.raises(CorruptStateError, match=f"column {column}"):
         read(rows[1])
+
+
+def test_rows_holding_the_same_changeable_value_each_get_their_own():
+    policy = SchedulerConfig().retry_policy()
+    lease = {"worker": "w1", "ahead": False, "failed_at": 4.0}
+    tasks = [
+        TaskRecord(
+            id=f"T{n}", status="FAILED", created=1.0, updated=1.0, retry_policy=policy, lost_lease=dict(lease)
+        )
+        for n in range(3)
+    ]
+
+    records = codec.RowReader("tasks").records([_row_tuple(task) for task in tasks])
+
+    assert [_persisted(record) for record in records] == [_persisted(task) for task in tasks]
+    records[0].lost_lease["worker"] = "w2"
+    assert records[1].lost_lease == lease
+    assert records[0].status is records[1].status  # what cannot change is decoded once
