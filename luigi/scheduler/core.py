@@ -28,6 +28,7 @@ from luigi.scheduler.model.changes import ChangeSet
 from luigi.scheduler.model.clock import Clock, system_time
 from luigi.scheduler.model.luigi_names import TaskView
 from luigi.scheduler.model.records import TaskRecord
+from luigi.scheduler.model.shared import collector_paused
 from luigi.scheduler.model.state import SchedulerState
 from luigi.scheduler.reads import ReadMethods
 from luigi.scheduler.rules import leases
@@ -158,8 +159,9 @@ class Scheduler(ReadMethods, ExtensionMethods):
             return
         state.changes = None  # what loading sets is already stored
         try:
-            self._store.load(state)
-            stale = state.settle_loaded(self._clock())
+            with collector_paused():  # a collection would walk every record loaded so far, again and again
+                self._store.load(state)
+                stale = state.settle_loaded(self._clock())
         finally:
             state.changes = ChangeSet()
         for task_id in stale:  # rebuilding dropped unknown workers from these

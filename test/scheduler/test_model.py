@@ -6,10 +6,12 @@ the one a full scan (Luigi's algorithm) would choose, and ``count_pending`` must
 
 from __future__ import annotations
 
+import pytest
 from helpers.scheduler import make_scheduler
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from luigi.scheduler.model.ready import ReadyQueues
 from luigi.scheduler.views.upstream import UPSTREAM_DISABLED, upstream_status
 
 WORKERS = ["w1", "w2"]
@@ -178,3 +180,36 @@ def test_a_state_rebuilt_from_its_records_makes_the_same_decisions():
             sch.add_task(worker="w1", task_id=mine["task_id"], status="DONE")
             twin.add_task(worker="w1", task_id=mine["task_id"], status="DONE")
     assert sch.task_list() == twin.task_list()
+
+
+class Granting:
+    """Ready queues whose entries stay valid until their task is taken."""
+
+    def __init__(self) -> None:
+        self.taken: set[str] = set()
+        self.queues = ReadyQueues(lambda _owner, key, _rkey: key[2] not in self.taken)
+
+    def drain(self, owner: str) -> list[str]:
+        """Every task id the owner's queue grants, best first, taking each as it comes."""
+        order = []
+        while (head := self.queues.head(owner)) is not None:
+            self.taken.add(head[0][2])
+            order.append(head[0][2])
+        return order
+
+
+def test_a_ready_queue_filled_at_once_grants_as_one_offered_an_entry_at_a_time():
+    entries = [((-(i % 3), float(i % 5), f"T{i}"), (("r", 1),) if i % 4 else ()) for i in range(40)]
+    offered, filled = Granting(), Granting()
+    for key, rkey in entries:
+        offered.queues.offer("w1", key, rkey, live_bound=len(entries))
+    filled.queues.fill("w1", reversed(entries))
+
+    assert filled.drain("w1") == offered.drain("w1") == [key[2] for key, _ in sorted(entries)]
+
+
+def test_filling_a_ready_queue_that_holds_entries_is_refused():
+    queues = ReadyQueues(lambda *_: True)
+    queues.offer("w1", (0, 1.0, "T1"), (), live_bound=1)
+    with pytest.raises(ValueError, match="not empty"):
+        queues.fill("w1", [((0, 2.0, "T2"), ())])

@@ -118,24 +118,44 @@ class ReadyQueues:
         """Forget everything queued for an owner (a worker that left)."""
         self._queues.pop(owner, None)
 
+    def fill(self, owner: Owner, entries: Iterable[tuple[RankKey, ResourceKey]]) -> None:
+        """Queue ready tasks (each once) for an owner that has nothing queued, all at once: a restart's
+        queues are heapified, not pushed into an entry at a time."""
+        groups: dict[ResourceKey, list[RankKey]] = {}
+        for key, rkey in entries:
+            group = groups.get(rkey)
+            if group is None:
+                group = groups[rkey] = []
+            group.append(key)
+        queue = self._queues.get(owner)
+        if queue is not None and queue.entries:
+            raise ValueError(f"the ready queue of {owner!r} is not empty: offer its tasks one by one")
+        self._queues[owner] = self._heaped(groups)
+
     def _compact(self, owner: Owner, queue: _OwnerQueue) -> None:
         """Rebuild an owner's heaps from their valid entries once stale ones dominate."""
-        queue.markers.clear()
-        queue.heads = []
-        queue.entries = 0
-        for rkey, group in list(queue.groups.items()):
-            live = [key for key in group if self._is_valid(owner, key, rkey)]
+        live: dict[ResourceKey, list[RankKey]] = {}
+        for rkey, group in queue.groups.items():
+            live[rkey] = [key for key in group if self._is_valid(owner, key, rkey)]
             self.inspected += len(group)
-            if not live:
-                del queue.groups[rkey]
+        self._queues[owner] = self._heaped(live)
+
+    @staticmethod
+    def _heaped(groups: dict[ResourceKey, list[RankKey]]) -> _OwnerQueue:
+        """An owner's queue of ``groups``' entries (it takes the lists and heapifies them; empty ones go)."""
+        queue = _OwnerQueue()
+        markers = queue.markers
+        for rkey, keys in groups.items():
+            if not keys:
                 continue
-            heapq.heapify(live)
-            queue.groups[rkey] = live
-            queue.entries += len(live)
-            queue.heads.append((live[0], rkey))
-            for key in live:
-                queue.markers[key[2]] = (key, rkey)
+            heapq.heapify(keys)
+            queue.groups[rkey] = keys
+            queue.entries += len(keys)
+            queue.heads.append((keys[0], rkey))
+            for key in keys:
+                markers[key[2]] = (key, rkey)
         heapq.heapify(queue.heads)
+        return queue
 
 
 # (rank, group number, index in that group's heap): one place a walk has reached

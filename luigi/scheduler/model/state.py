@@ -678,14 +678,92 @@ class SchedulerState(LuigiStateNames):
             self.deadlines.remind_worker(
                 worker.last_active + self.config.worker_disconnect_delay, worker.id, worker.started
             )
-        stale = [task.id for task in self.tasks.values() if self._index_restored_task(task)]
+        stale = [task_id for group in self._index_restored_tasks() for task_id in self._index_group(group)]
+        done = self.by_status[DONE].keys()
         for task in self.tasks.values():
             if task.deps:
-                task.unfinished_deps = sum(1 for dep_id in task.deps if not self.is_done(dep_id))
-            self.refresh_ready(task)
+                task.unfinished_deps = len(task.deps) - len(done & task.deps)
+        self._fill_ready_queues()
         self._rebuild_ahead_queues()
         self.to_recheck = set(self.tasks)
         return stale
+
+    def _index_restored_tasks(self) -> Iterable[list[TaskRecord]]:
+        """Index what is each loaded task's own, in one pass; returns the tasks grouped by what they
+        share (the same workers and stakeholders containers, status and family) for ``_index_group``."""
+        groups: dict[tuple[int, int, str, str], list[TaskRecord]] = {}
+        resource_keys: dict[int, ResourceKey] = {}  # by resources container: most tasks share one
+        by_status = self.by_status
+        for task in self.tasks.values():
+            by_status[task.status][task.id] = task
+            shares = (id(task.workers), id(task.stakeholders), task.status, task.family)
+            group = groups.get(shares)
+            if group is None:
+                group = groups[shares] = []
+            group.append(task)
+            rkey = resource_keys.get(id(task.resources))
+            if rkey is None:
+                rkey = resource_keys[id(task.resources)] = resource_key(task.resources)
+            task.resource_key = rkey
+            task.pretty_cache = None
+            if task.deps:
+                self._link_restored_deps(task)
+            if task.batch_id is not None:
+                self.by_batch.setdefault(task.batch_id, set()).add(task.id)
+            if task.status == FAILED and task.retry is not None:
+                self.set_retry(task, task.retry)
+            if task.remove is not None:
+                self.set_removal(task, task.remove)
+            if task.scheduler_disable_time is not None:
+                self.set_scheduler_disabled(task, task.scheduler_disable_time)
+        return groups.values()
+
+    def _link_restored_deps(self, task: TaskRecord) -> None:
+        """Index a loaded task as a dependent of each of its dependencies (most have no other yet)."""
+        dependents = self.dependents
+        alone: frozenset[str] | None = None
+        for dep_id in task.deps:
+            if dep_id in dependents:
+                self._add_dependent(dep_id, task.id)
+            else:
+                if alone is None:
+                    alone = shared_ids((task.id,))
+                dependents[dep_id] = alone
+
+    def _index_group(self, group: list[TaskRecord]) -> list[str]:
+        """Index loaded tasks that share their workers and stakeholders containers, status and family, at
+        once; returns their ids when those named workers that are gone (they are dropped)."""
+        first = group[0]
+        ids = [task.id for task in group]
+        known = self.workers.keys()
+        stale = not (known >= first.workers.keys() and known >= first.stakeholders)
+        if stale:
+            kept_workers = shared_keys(w for w in first.workers if w in known)
+            kept_stakeholders = shared_ids(w for w in first.stakeholders if w in known)
+            for task in group:
+                task.workers, task.stakeholders = kept_workers, kept_stakeholders
+        self.by_family.setdefault(first.family, set()).update(ids)
+        for worker_id in first.workers:
+            self.workers[worker_id].tasks.update(ids)
+        for worker_id in first.stakeholders:
+            self.workers[worker_id].stake.update(ids)
+        self._count_pending(first, len(group))
+        return ids if stale else []
+
+    def _fill_ready_queues(self) -> None:
+        """Queue every ready loaded task for its workers at once (``refresh_ready`` for each, in bulk)."""
+        ready: dict[str, list[tuple[RankKey, ResourceKey]]] = {}
+        for task in self.by_status[PENDING].values():
+            if task.unfinished_deps:
+                continue
+            entry = (rank_key(task), task.resource_key)
+            for worker_id in task.workers:
+                owned = ready.get(worker_id)
+                if owned is None:
+                    owned = ready[worker_id] = []
+                owned.append(entry)
+        for worker_id, entries in ready.items():
+            self.ready.fill(worker_id, entries)
 
     def _rebuild_ahead_queues(self) -> None:
         """Each worker's grants made ahead, in the order granted (the time each was granted), from the
@@ -700,34 +778,6 @@ class SchedulerState(LuigiStateNames):
         granted.sort(key=lambda task: task.time_running or 0.0)
         for task in granted:
             self.workers[str(task.worker_running)].ahead.append(task.id)
-
-    def _index_restored_task(self, task: TaskRecord) -> bool:
-        """Index one loaded task; True when it named workers that are gone (they are dropped)."""
-        known = self.workers.keys()
-        stale = not (known >= task.workers.keys() and known >= task.stakeholders)
-        if stale:
-            task.workers = shared_keys(w for w in task.workers if w in known)
-            task.stakeholders = shared_ids(w for w in task.stakeholders if w in known)
-        task.resource_key = resource_key(task.resources)
-        task.pretty_cache = None
-        self.by_status[task.status][task.id] = task
-        self.by_family.setdefault(task.family, set()).add(task.id)
-        if task.batch_id is not None:
-            self.by_batch.setdefault(task.batch_id, set()).add(task.id)
-        for dep_id in task.deps:
-            self._add_dependent(dep_id, task.id)
-        for worker_id in task.workers:
-            self.workers[worker_id].tasks.add(task.id)
-        for worker_id in task.stakeholders:
-            self.workers[worker_id].stake.add(task.id)
-        self._count_pending(task, +1)
-        if task.status == FAILED and task.retry is not None:
-            self.set_retry(task, task.retry)
-        if task.remove is not None:
-            self.set_removal(task, task.remove)
-        if task.scheduler_disable_time is not None:
-            self.set_scheduler_disabled(task, task.scheduler_disable_time)
-        return stale
 
     # -- ready queues ----------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ import dataclasses
 import json
 import math
 import operator
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any, NoReturn, cast
@@ -120,7 +121,16 @@ def loads(text: str) -> Any:
     make_empty = _EMPTY_VALUES.get(text)
     if make_empty is not None:  # most columns: skip the parser (and hand out a fresh container)
         return make_empty()
-    if _FLOAT_TAG in text:
+    tagged = _FLOAT_TAG in text
+    # json.loads's Python layers cost more than parsing a row's small text: call its C scanner, and
+    # leave to json.loads what the scanner does not take whole (spaces around it, damage: it names it)
+    try:
+        value, end = (_SCAN_TAGGED if tagged else _SCAN)(text, 0)
+        if end == len(text):
+            return value
+    except (ValueError, StopIteration):
+        pass
+    if tagged:
         return json.loads(text, object_hook=_untag)
     return json.loads(text)
 
@@ -165,6 +175,19 @@ def _untag(obj: dict[str, Any]) -> Any:
     if len(obj) == 1 and _FLOAT_TAG in obj and obj[_FLOAT_TAG] in _NON_FINITE:
         return _NON_FINITE[obj[_FLOAT_TAG]]
     return obj
+
+
+_intern = sys.intern
+
+
+def _scanner(**options: Any) -> Callable[[str, int], tuple[Any, int]]:
+    """The parser under json.loads (its C scanner): the value at an index, and where it ends."""
+    decoder: Any = json.JSONDecoder(**options)  # typeshed does not declare scan_once
+    return cast(Callable[[str, int], tuple[Any, int]], decoder.scan_once)
+
+
+_SCAN = _scanner()
+_SCAN_TAGGED = _scanner(object_hook=_untag)
 
 
 # -- encoding -----------------------------------------------------------------------------------------
@@ -334,9 +357,10 @@ class _Remembered(dict[Any, Any]):
 
 class RowReader:
     """Decodes the rows of one table during one load, each a sequence of values in field order (a
-    driver's tuple); a text that repeats from row to row (a status, a family, a retry policy, the
-    workers of a task, an empty list) is decoded once. A row that does not decode raises
-    CorruptStateError naming the record and the column, as ``task_from_row`` does."""
+    driver's tuple): a slice of rows at once (``records``), or one row (calling it); a text that repeats
+    from row to row (a status, a family, a retry policy, the workers of a task, an empty list) is
+    decoded once. A row that does not decode raises CorruptStateError naming the record and the column,
+    as ``task_from_row`` does."""
 
     def __init__(self, table: str) -> None:
         fields, plan, self._make = _TABLES[table]
@@ -348,6 +372,9 @@ class RowReader:
             else _Remembered(decode, kind.rstrip("?") in _REMEMBERED_KINDS).__getitem__
             for (_, kind), (_, decode) in zip(fields, plan, strict=True)
         )
+        self._columns = tuple(
+            _column_decoder(kind, step) for (_, kind), step in zip(fields, self._steps, strict=True)
+        )
         self._plan = plan
 
     def __call__(self, row: Sequence[Any]) -> Any:
@@ -357,6 +384,61 @@ class RowReader:
             _decode_fields(self._table, dict(zip(self.names, row, strict=False)), self._plan)  # names it
             raise
         return self._make(*values)  # the fields come first in the record, in this order
+
+    def records(self, rows: Sequence[Sequence[Any]]) -> list[Any]:
+        """The records of a slice of rows, decoded a column at a time (a Python call per distinct
+        value at most, none for a column of plain texts or numbers); columns past the fields (a
+        table's ``seq``) are left alone. ValueError or TypeError when some row does not decode
+        (``__call__`` then names it)."""
+        columns = zip(*rows, strict=True)
+        values = [decode(column) for decode, column in zip(self._columns, columns, strict=False)]
+        return list(map(self._make, *values))
+
+
+ColumnDecoder = Callable[[Sequence[Any]], Sequence[Any]]
+_TEXT_TYPES: frozenset[type] = frozenset({str})
+_TEXT_OR_NULL: frozenset[type] = frozenset({str, type(None)})
+_NUMBER_TYPES: frozenset[type] = frozenset({int, float})
+_NUMBER_OR_NONE_TYPES: frozenset[type] = frozenset({int, float, type(None)})
+
+
+def _column_decoder(kind: str, step: Decoder) -> ColumnDecoder:
+    """How ``RowReader.records`` decodes one column of a slice of rows: keys and times as the driver
+    gave them once their types are checked (no call per value), the others through ``step``."""
+    base = kind.rstrip("?")
+    if base == "key":
+        return lambda column: _of_types(column, _TEXT_TYPES, "text")
+    if base == "time":
+        allowed = _NUMBER_OR_NONE_TYPES if kind.endswith("?") else _NUMBER_TYPES
+        return lambda column: _of_types(column, allowed, "a number")
+    if kind == "params":
+        return _params_column
+    return lambda column: _through(step, column)
+
+
+def _of_types(column: Sequence[Any], allowed: frozenset[type], expected: str) -> Sequence[Any]:
+    """``column`` itself when each value's exact type is allowed (``bool`` is no number here)."""
+    if not allowed.issuperset(map(type, column)):
+        raise ValueError(f"a value is not {expected}")
+    return column
+
+
+def _through(step: Decoder, column: Sequence[Any]) -> list[Any]:
+    """Each value of ``column`` decoded by ``step``; a column of one text or NULL (most are: a status, a
+    family, a policy) whose value cannot be changed in place is decoded once, without a lookup per row
+    (texts only: a number equals numbers of other types, which may not decode alike)."""
+    raw = column[0]
+    if type(raw) in _TEXT_OR_NULL and column.count(raw) == len(column):
+        first = step(raw)
+        if type(first) in _IMMUTABLE:
+            return [first] * len(column)
+    return list(map(step, column))
+
+
+def _params_column(column: Sequence[Any]) -> list[dict[str, Any]]:
+    """Each task's own parameters dict: a column whose texts differ from row to row, so none is
+    remembered (TypeError for a NULL)."""
+    return [_params(loads(text)) for text in column]
 
 
 def decode_json(table: str, key: str, column: str, text: Any, kind: str = "json") -> Any:
@@ -411,6 +493,11 @@ def _a_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else _fail(value, "a JSON object")
 
 
+def _params(value: Any) -> dict[str, Any]:
+    """A task's parameters: a dict of its own, the names interned (they repeat across tasks)."""
+    return {_intern(key): item for key, item in _a_dict(value).items()}
+
+
 def _a_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else _fail(value, "a JSON list")
 
@@ -442,7 +529,7 @@ _SHAPES: dict[str, Decoder] = {
     "json": _any,
     "dict": _a_dict,
     "list": _a_list,
-    "params": lambda value: {interned(key): item for key, item in _a_dict(value).items()},
+    "params": _params,
     "shared": lambda value: shared_dict(_a_dict(value)),
     "set": lambda value: frozenset(_texts(value)) or NO_IDS,
     "ids": lambda value: shared_ids(_texts(value)),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import sqlite3
@@ -403,6 +404,79 @@ def test_a_row_of_the_wrong_shape_is_skipped_and_the_rest_of_the_file_loads(stat
     assert "'A'" in caplog.text and "status" in caplog.text and "EXPLODED" in caplog.text
     assert "skipped" in caplog.text
     assert corrupt_copies(state_file) == []  # one bad row never costs the rest of the state
+
+
+def test_a_damaged_row_costs_only_itself_among_the_rows_read_with_it(state_file, clock, caplog):
+    sch = open_scheduler(state_file, clock)
+    for task_id in ("A", "B", "C", "D"):
+        sch.add_task(worker=WORKER, task_id=task_id, params={"n": task_id})
+    sch.close()
+    with sqlite3.connect(state_file) as conn:  # texts that would read as other rows' if run together
+        conn.execute("""UPDATE tasks SET params = '{"n":"B"},{"n":"X"}' WHERE id = 'B'""")
+        conn.execute("UPDATE tasks SET created = 'soon' WHERE id = 'C'")
+    conn.close()
+
+    with caplog.at_level(logging.WARNING, logger="luigi.scheduler"):
+        after = open_scheduler(state_file, clock)
+    assert {task_id: task["params"] for task_id, task in after.task_list("").items()} == {
+        "A": {"n": "A"},
+        "D": {"n": "D"},
+    }
+    assert "'B' column params" in caplog.text and "'C' column created" in caplog.text
+    assert corrupt_copies(state_file) == []
+
+
+def test_tasks_load_in_their_stored_order_whatever_order_the_database_returns_rows(location, clock):
+    before = open_scheduler(location, clock)
+    for task_id in ("A", "B", "C"):
+        before.add_task(worker=WORKER, task_id=task_id)
+    before.close()
+    reordered = "UPDATE tasks SET seq = CASE id WHEN 'A' THEN 2 WHEN 'B' THEN 0 ELSE 1 END"
+    with store_at(location).engine.begin() as conn:  # what dict order a flush of an older version left
+        conn.exec_driver_sql(reordered)
+
+    after = open_scheduler(location, clock)
+    assert list(after._state.tasks) == ["B", "C", "A"]
+    after.add_task(worker=WORKER, task_id="D")  # a new task goes last, also after the next restart
+    after.close()
+    assert list(open_scheduler(location, clock)._state.tasks) == ["B", "C", "A", "D"]
+
+
+def test_a_row_whose_place_is_damaged_still_loads_and_goes_last(state_file, clock):
+    before = open_scheduler(state_file, clock)
+    for task_id in ("A", "B", "C"):
+        before.add_task(worker=WORKER, task_id=task_id)
+    before.close()
+    with sqlite3.connect(state_file) as conn:
+        conn.execute("UPDATE tasks SET seq = 'first' WHERE id = 'A'")
+    conn.close()
+
+    assert list(open_scheduler(state_file, clock)._state.tasks) == ["B", "C", "A"]
+
+
+def test_parameters_hand_written_with_spaces_still_load(state_file, clock):
+    before = open_scheduler(state_file, clock)
+    before.add_task(worker=WORKER, task_id="A", params={"day": "2024-01-01"})
+    before.close()
+    with sqlite3.connect(state_file) as conn:
+        conn.execute("""UPDATE tasks SET params = ' { "day": "2024-01-02", "n": 1.5 } ' WHERE id = 'A'""")
+    conn.close()
+
+    assert open_scheduler(state_file, clock).task_list("")["A"]["params"] == {"day": "2024-01-02", "n": 1.5}
+
+
+def test_the_cyclic_collector_is_held_off_while_a_state_loads_and_runs_again_after(state_file, clock):
+    seen = []
+
+    class Watching(SqlStore):
+        def load(self, state) -> None:
+            seen.append(gc.isenabled())
+            super().load(state)
+
+    sch = Scheduler(SchedulerConfig(), clock=clock, store=Watching.for_file(state_file))
+    sch.load()
+    assert seen == [False]
+    assert gc.isenabled()
 
 
 def test_a_task_id_no_database_can_hold_is_left_out_and_the_rest_is_stored(state_file, clock, caplog):
