@@ -57,3 +57,33 @@ def test_a_cut_off_workers_result_counts_when_nobody_took_the_task_over():
     assert status_of(sch, "A") == FAILED
     sch.add_task(worker="w1", task_id="A", status=DONE)
     assert status_of(sch, "A") == DONE
+
+
+def test_a_running_task_another_worker_found_complete_is_done_once_its_runner_is_lost():
+    sch, clock = make_scheduler(worker_disconnect_delay=DELAY, retry_delay=900)
+    add_runnable(sch, "w1", "A")
+    assert sch.get_work(worker="w1")["task_id"] == "A"
+    # w2's graph walk finds A's output there: as in Luigi, only the runner may end the run
+    sch.add_task(worker="w2", task_id="A", status=DONE, runnable=False)
+    sch.add_task(worker="w2", task_id="B", status=PENDING, runnable=True, deps=["A"])
+    assert status_of(sch, "A") == RUNNING
+    assert sch.get_work(worker="w2")["task_id"] is None
+    # w1 (whose report was lost with it) is never heard of again: A is done, not failed and stranded,
+    # since w2 reported it DONE and so is not among the workers that may run it
+    lose_silent_workers(sch, clock, worker_alive="w2")
+    assert status_of(sch, "A") == DONE
+    assert sch.get_work(worker="w2")["task_id"] == "B"
+
+
+def test_a_claim_that_a_running_task_is_complete_ends_with_that_run():
+    sch, clock = make_scheduler(worker_disconnect_delay=DELAY, retry_delay=0)
+    add_runnable(sch, "w1", "A")
+    assert sch.get_work(worker="w1")["task_id"] == "A"
+    sch.add_task(worker="w2", task_id="A", status=DONE, runnable=False)
+    sch.add_task(worker="w1", task_id="A", status=FAILED)  # the runner ends its run: its word stands
+    assert status_of(sch, "A") == FAILED
+    clock.advance(1)
+    sch.prune()
+    assert sch.get_work(worker="w1")["task_id"] == "A"  # a new run, which nobody found complete
+    lose_silent_workers(sch, clock, worker_alive="w2")
+    assert status_of(sch, "A") == FAILED

@@ -91,6 +91,10 @@ class SchedulerState(LuigiStateNames):
         self.ready = ReadyQueues(self._entry_is_valid)
         self.deadlines = Deadlines()
         self.to_recheck: set[str] = set()  # tasks the next prune checks for lost stakeholders or runner
+        # RUNNING tasks another worker reported DONE (its complete() was true) while the runner held them:
+        # the report is refused (only the runner may end its run), but if the runner is lost the task is
+        # DONE, not FAILED. By task id, the worker that reported it; not kept in the state.
+        self.done_elsewhere: dict[str, str] = {}
         self.disabled_version = 0  # bumps when the set of tasks with a DISABLED upstream may change
         # Display names (family and parameters), for the search index: ``names_version`` bumps at any
         # change, ``names_rewritten`` only when a name changed or went (not when tasks were only added).
@@ -225,6 +229,7 @@ class SchedulerState(LuigiStateNames):
         self._discard_from(self.by_family, task.family, task.id)
         del self.by_status[task.status][task.id]
         del self.tasks[task.id]
+        self.done_elsewhere.pop(task.id, None)
         self.mark_changed(task.id)
         self._names_rewritten()
         if task.status == DONE:
@@ -242,6 +247,8 @@ class SchedulerState(LuigiStateNames):
         del self.by_status[old_status][task.id]
         self.by_status[new_status][task.id] = task
         task.status = new_status
+        if self.done_elsewhere and old_status in ACTIVE_RUN_STATUSES:
+            self.done_elsewhere.pop(task.id, None)  # the run ended: a claim made during it is over
         task.updated = self.clock()
         if task.cancel_requested is not None and new_status not in CANCEL_KEPT_STATUSES:
             task.cancel_requested = None  # done, forgiven or handed out again: the cancel is over
@@ -399,6 +406,10 @@ class SchedulerState(LuigiStateNames):
         if release:
             task.resources_running = None
         self.mark_changed(task.id)
+
+    def note_done_elsewhere(self, task: TaskRecord, worker_id: str) -> None:
+        """``worker_id`` found ``task`` complete while another worker runs it (``done_elsewhere``)."""
+        self.done_elsewhere[task.id] = worker_id
 
     def request_cancel(self, task: TaskRecord, now: float) -> None:
         """Note that an operator asked at ``now`` to cancel the task's run (its failure is not retried)."""

@@ -158,6 +158,8 @@ class ReportIntake:
             if status != task.status or status == PENDING:
                 record_history(self.history, task, status)
             self.rules.set_status(task, status)
+        elif status == DONE and task.status == RUNNING and task.batch_id is None:
+            self.state.note_done_elsewhere(task, report.worker)  # counts if the runner is lost
 
     def _apply_graph(self, task: TaskRecord, report: TaskReport, reporter: WorkerRecord) -> None:
         """Dependencies, resources, stakeholders (unknown deps become UNKNOWN stubs) and priorities."""

@@ -88,6 +88,18 @@ class StatusRules:
         if runner in task.stakeholders or runner in assistants:
             return
         renewable = task.status == RUNNING and task.batch_id is None
+        finder = self.state.done_elsewhere.get(task.id) if renewable else None
+        if finder is not None:
+            logger.info(
+                "Task %r is marked as running by disconnected worker %r and was found complete by %r "
+                "meanwhile -> marking as DONE",
+                task.id,
+                runner,
+                finder,
+            )
+            self.state.clear_runner(task, release=False)
+            self.set_status(task, DONE)
+            return
         if task.status == RUNNING and (task.unfinished_deps or task.granted_ahead):
             ahead = task.granted_ahead
             self.put_back(task)  # it was waiting in the lost worker's queue: never started
