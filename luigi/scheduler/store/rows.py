@@ -496,8 +496,9 @@ class RowStore:
         ``WRITE_CHUNK`` at a time; runs first, less the members ``tasks`` has a newer row of)."""
         for whole in rows.runs:
             task_run = whole.without(rows.tasks)
-            for start in range(0, len(task_run) if task_run is not None else 0, WRITE_CHUNK):
-                assert task_run is not None
+            if task_run is None:
+                continue  # every member has a newer row in ``tasks``
+            for start in range(0, len(task_run), WRITE_CHUNK):
                 self._tasks.put(run, _run_rows(task_run, start, start + WRITE_CHUNK))
         for keys in _chunks(rows.tasks, WRITE_CHUNK):
             self._tasks.apply(run, _TASKS.rows({key: rows.tasks[key] for key in keys}))
